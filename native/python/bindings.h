@@ -1,0 +1,11 @@
+// Pieces of the nexus_agent._native module, one file per concept.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace nexus::python {
+
+void bind_scan(pybind11::module_& m);   // bind_scan.cpp: INT8 scan, top-k, ISA dispatch, bench helper
+void bind_alloc(pybind11::module_& m);  // bind_alloc.cpp: BuddyAllocator and Block (buffer protocol)
+
+}  // namespace nexus::python
