@@ -1,0 +1,1 @@
+"""Offline, real local MCP servers that stand in for hosted ones (``nexus-agent sandbox ...``)."""

@@ -1,0 +1,34 @@
+"""An offline GitHub MCP server: the exact ``github_all`` tool definitions over SQLite + local git.
+
+``sandbox_server_params(data_dir)`` gives the stdio launch parameters for an MCP client; the server
+itself is ``python -m nexus_agent.sandbox.github`` (or ``nexus-agent sandbox github``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from mcp import StdioServerParameters
+from mcp.client.stdio import get_default_environment
+
+from nexus_agent.paths import nexus_home
+
+# Environment variables the server needs and the MCP client's default (minimal) environment drops.
+_PASS_THROUGH_ENV = ("NEXUS_HOME", "PYTHONPATH")
+
+
+def default_data_dir() -> Path:
+    """``$NEXUS_HOME/sandbox/github``."""
+    return nexus_home() / "sandbox" / "github"
+
+
+def sandbox_server_params(data_dir: Path | None = None, *, reset: bool = False) -> StdioServerParameters:
+    """How to start the sandbox over stdio with the current interpreter (no console script needed)."""
+    args = ["-m", "nexus_agent.sandbox.github", "--data-dir", str(data_dir or default_data_dir())]
+    if reset:
+        args.append("--reset")
+    env = get_default_environment()
+    env.update({k: os.environ[k] for k in _PASS_THROUGH_ENV if k in os.environ})
+    return StdioServerParameters(command=sys.executable, args=args, env=env)

@@ -1,0 +1,151 @@
+"""MCP wiring: a low-level ``mcp`` Server that lists the vendored tools and dispatches calls to handlers.
+
+``GitHubSandboxServer.call`` is the one place a tool call happens: validate the arguments against the
+tool's inputSchema, look the handler up in the registry, run it inside one database transaction and turn
+its value (or its ToolError) into a ``CallToolResult``. Transports: stdio (default) and streamable HTTP.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from mcp import types
+from mcp.server.lowlevel import Server
+
+from nexus_agent import __version__
+from nexus_agent.sandbox.github.context import DB_NAME, Sandbox, ToolError
+from nexus_agent.sandbox.github.gitrepo import GitError
+from nexus_agent.sandbox.github.handlers import Handler, registry
+from nexus_agent.sandbox.github.handlers.common import Blocks
+from nexus_agent.sandbox.github.seed import SEED_VERSION, seed
+from nexus_agent.sandbox.github.store import NotFound
+from nexus_agent.sandbox.github.tools import ToolCatalog
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "nexus-github-sandbox"
+INSTRUCTIONS = (
+    "Offline stand-in for the GitHub MCP server. Same tools and arguments; data is a local demo "
+    "organisation 'acme' (repositories acme/api, acme/web, acme/docs) and the user 'octo-dev'."
+)
+
+
+def unsupported_message(name: str) -> str:
+    return f"{name} is not supported in the Nexus offline GitHub sandbox"
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=True)
+
+
+def to_result(value: object) -> types.CallToolResult:
+    """Handler value -> MCP result: ``str`` as text, ``Blocks`` as is, anything else as compact JSON."""
+    if isinstance(value, Blocks):
+        return types.CallToolResult(content=list(value.items), isError=False)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=False)
+
+
+def open_sandbox(data_dir: Path, *, reset: bool = False) -> Sandbox:
+    """Open the sandbox in ``data_dir``, seeding it on first use (or after ``reset``)."""
+    if reset and data_dir.exists():
+        leftovers = {p.name for p in data_dir.iterdir()} - {DB_NAME, "repos", f"{DB_NAME}-journal"}
+        if leftovers:
+            # Refuse to wipe a directory that is not (only) a sandbox: --data-dir may be mistyped.
+            raise RuntimeError(f"refusing to reset {data_dir}: it contains non-sandbox files {sorted(leftovers)}")
+        shutil.rmtree(data_dir)
+    sb = Sandbox.open(data_dir)
+    if sb.store.get_meta("seed_version") != SEED_VERSION:
+        if sb.store.get_meta("seed_version") is not None:
+            sb.close()
+            raise RuntimeError(f"{data_dir} holds a sandbox from another seed version; start with --reset")
+        # A seed that failed half-way rolled its database transaction back but may have left git
+        # repositories behind; start those from scratch too so the seeded SHAs stay deterministic.
+        shutil.rmtree(data_dir / "repos", ignore_errors=True)
+        seed(sb)
+    return sb
+
+
+class GitHubSandboxServer:
+    """The sandbox behind an MCP ``Server``; one instance serves one data directory."""
+
+    def __init__(self, sandbox: Sandbox, catalog: ToolCatalog | None = None) -> None:
+        self.sandbox = sandbox
+        self.catalog = catalog or ToolCatalog.load()
+        self.handlers: dict[str, Handler] = registry()
+        extra = set(self.handlers) - set(self.catalog.definitions)
+        if extra:
+            raise ValueError(f"handlers for tools that are not in the catalog: {sorted(extra)}")
+        self.server: Server[Any, Any] = Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS)
+        self._wire()
+
+    @property
+    def supported(self) -> list[str]:
+        return sorted(self.handlers)
+
+    def _wire(self) -> None:
+        @self.server.list_tools()
+        async def _list_tools() -> list[types.Tool]:
+            return self.catalog.tools
+
+        # Validation happens in call() so the message can name the argument; the SDK's own check
+        # would only report jsonschema's first message.
+        @self.server.call_tool(validate_input=False)
+        async def _call_tool(name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+            return self.call(name, arguments or {})
+
+    def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        """Run tool ``name`` synchronously and return its MCP result (errors as ``isError`` results)."""
+        if name not in self.catalog.definitions:
+            return _error(f"unknown tool: {name}")
+        problem = self.catalog.validate(name, arguments)
+        if problem is not None:
+            return _error(problem)
+        handler = self.handlers.get(name)
+        if handler is None:
+            return _error(unsupported_message(name))
+        try:
+            with self.sandbox.store.transaction():
+                return to_result(handler(self.sandbox, arguments))
+        except ToolError as e:
+            return _error(str(e))
+        except NotFound as e:
+            return _error(f"404 Not Found: {e}")
+        except GitError as e:
+            return _error(f"{name} failed: {e}")
+
+    # -- transports -----------------------------------------------------------------------------------
+
+    async def run_stdio(self) -> None:
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read, write):
+            await self.server.run(read, write, self.server.create_initialization_options())
+
+    async def run_http(self, host: str, port: int) -> None:
+        """Serve streamable HTTP at ``http://host:port/mcp`` until cancelled."""
+        import uvicorn
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        from starlette.applications import Starlette
+        from starlette.routing import Mount
+        from starlette.types import Receive, Scope, Send
+
+        manager = StreamableHTTPSessionManager(app=self.server)
+
+        async def handle(scope: Scope, receive: Receive, send: Send) -> None:
+            await manager.handle_request(scope, receive, send)
+
+        @contextlib.asynccontextmanager
+        async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+            async with manager.run():
+                yield
+
+        app = Starlette(routes=[Mount("/mcp", app=handle)], lifespan=lifespan)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+        await uvicorn.Server(config).serve()
