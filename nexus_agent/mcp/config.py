@@ -1,0 +1,189 @@
+"""The ``mcpServers`` config file, in the shape Claude Desktop and Cursor use.
+
+Shape (JSON)::
+
+    {"mcpServers": {
+        "<name>": {"command": "npx", "args": ["-y", "pkg"], "env": {"K": "V"}, "cwd": "/opt"},   # stdio
+        "<name>": {"url": "http://127.0.0.1:3001/mcp", "headers": {"Authorization": "Bearer ..."}}  # HTTP
+    }}
+
+The server shape is told by its keys (``command`` for stdio, ``url`` for streamable HTTP), as those clients
+do; an optional ``type`` (``stdio``, ``http``, ``streamable-http``, ``streamableHttp``) must agree with it.
+Keys other clients add for their own UI (``autoApprove``, ``alwaysAllow``, ...) are ignored;
+``"disabled": true`` (Cline) drops the server.
+
+Every error is a :class:`~nexus_agent.mcp.errors.ConfigError` naming the file, the dotted key and the problem,
+e.g. ``config.json: mcpServers.github.command: expected a string, got 3``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from nexus_agent.mcp.errors import ConfigError
+
+# Server names end up in qualified tool names ``<server>__<tool>`` and in log file names, so they are kept to
+# characters that are valid in function-calling tool names; ``__`` would make the split ambiguous.
+_SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class StdioServerConfig(BaseModel):
+    """A server the client spawns and talks to over stdin/stdout."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+
+    type: Literal["stdio"] | None = None
+    command: str = Field(min_length=1)
+    args: list[str] = Field(default_factory=list)
+    # Added on top of the SDK's safe inherited set (PATH, HOME, ...), not instead of it.
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    disabled: bool = False
+
+    @property
+    def transport(self) -> str:
+        return "stdio"
+
+
+class HttpServerConfig(BaseModel):
+    """A server already running somewhere, reached over MCP streamable HTTP."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+
+    type: Literal["http", "streamable-http", "streamableHttp"] | None = None
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    disabled: bool = False
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, v: str) -> str:
+        if not v.startswith(("http://", "https://")):
+            raise ValueError(f"expected an http:// or https:// URL, got {json.dumps(v)}")
+        return v
+
+    @property
+    def transport(self) -> str:
+        return "streamable-http"
+
+
+ServerConfig = StdioServerConfig | HttpServerConfig
+
+
+class MCPConfig(BaseModel):
+    """A parsed config: enabled servers by name, in file order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    servers: dict[str, ServerConfig]
+    source: str = "<memory>"
+
+
+def load_config(path: str | Path) -> MCPConfig:
+    """Read and validate a ``mcpServers`` JSON file; raises :class:`ConfigError` naming ``path``."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(file, "", "file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(file, "", f"cannot read file: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{file}:{exc.lineno}:{exc.colno}", "", f"invalid JSON: {exc.msg}") from None
+    return parse_config(data, source=file)
+
+
+def parse_config(data: Any, source: str = "<memory>") -> MCPConfig:
+    """Validate an already-decoded config document (``source`` names it in errors)."""
+    if not isinstance(data, dict):
+        raise ConfigError(source, "", f'expected a JSON object like {{"mcpServers": {{...}}}}, got {_show(data)}')
+    if "mcpServers" not in data:
+        hint = ' (VS Code\'s "servers" key is not read; rename it to "mcpServers")' if "servers" in data else ""
+        raise ConfigError(source, "mcpServers", f"required key is missing{hint}")
+    raw = data["mcpServers"]
+    if not isinstance(raw, dict):
+        raise ConfigError(source, "mcpServers", f"expected an object of servers by name, got {_show(raw)}")
+    servers: dict[str, ServerConfig] = {}
+    for name, entry in raw.items():
+        key = f"mcpServers.{name}"
+        if not _SERVER_NAME.match(name) or "__" in name:
+            raise ConfigError(
+                source,
+                key,
+                "server names may use letters, digits, '_', '.', '-' (no '__', which separates "
+                "server and tool in qualified names) and must start with a letter or digit",
+            )
+        server = _parse_server(entry, source, key)
+        if not server.disabled:
+            servers[name] = server
+    return MCPConfig(servers=servers, source=source)
+
+
+def _parse_server(entry: Any, source: str, key: str) -> ServerConfig:
+    if not isinstance(entry, dict):
+        raise ConfigError(source, key, f'expected an object with "command" or "url", got {_show(entry)}')
+    has_command, has_url = "command" in entry, "url" in entry
+    kind = entry.get("type")
+    if kind == "sse":
+        raise ConfigError(source, f"{key}.type", "the SSE transport is not supported; use streamable HTTP")
+    if has_command and has_url:
+        raise ConfigError(source, key, 'unknown server shape: has both "command" (stdio) and "url" (HTTP)')
+    model: type[StdioServerConfig] | type[HttpServerConfig]
+    if has_command:
+        model = StdioServerConfig
+    elif has_url:
+        model = HttpServerConfig
+    else:
+        keys = ", ".join(sorted(entry)) or "none"
+        raise ConfigError(
+            source,
+            key,
+            f'unknown server shape: expected "command" (stdio) or "url" (streamable HTTP), got keys: {keys}',
+        )
+    try:
+        return model.model_validate(entry)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(source, f"{key}.{loc}" if loc else key, _problem(err)) from None
+
+
+# pydantic error type -> what the value should have been, in the words a config author uses.
+_EXPECTED = {
+    "string_type": "a string",
+    "list_type": "a list",
+    "dict_type": "an object",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+}
+
+
+def _problem(err: Any) -> str:
+    kind = err["type"]
+    if kind in _EXPECTED:
+        return f"expected {_EXPECTED[kind]}, got {_show(err['input'])}"
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind == "literal_error":
+        return f"{err['msg'].lower()}, got {_show(err['input'])}"
+    if kind == "value_error":
+        return str(err["ctx"]["error"]) if "ctx" in err else err["msg"]
+    return f"{err['msg']}, got {_show(err['input'])}"
+
+
+def _show(value: Any) -> str:
+    """The value as it appears in JSON (``3``, ``"x"``, ``null``), shortened."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

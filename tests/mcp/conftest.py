@@ -1,0 +1,64 @@
+"""Fixtures for the MCP client tests (server locations and helpers are in ``mcp_test_support``)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mcp_test_support import (
+    EVERYTHING_JS,
+    FILESYSTEM_JS,
+    PROBE,
+    SERVER_VENV_BIN,
+    STARTUP_TIMEOUT,
+    HttpEverything,
+    installed,
+    node,
+)
+
+from nexus_agent.mcp import SourceOptions, StdioServerConfig
+
+
+@pytest.fixture
+def options(tmp_path: Path) -> SourceOptions:
+    return SourceOptions(startup_timeout=STARTUP_TIMEOUT, log_dir=tmp_path / "logs")
+
+
+@pytest.fixture
+def everything_cfg() -> StdioServerConfig:
+    return StdioServerConfig(command=node(), args=[str(installed(EVERYTHING_JS, "server-everything")), "stdio"])
+
+
+@pytest.fixture
+def filesystem_cfg(tmp_path: Path) -> StdioServerConfig:
+    root = tmp_path / "files"
+    root.mkdir()
+    return StdioServerConfig(command=node(), args=[str(installed(FILESYSTEM_JS, "server-filesystem")), str(root)])
+
+
+@pytest.fixture
+def time_cfg() -> StdioServerConfig:
+    exe = installed(SERVER_VENV_BIN / "mcp-server-time", "mcp-server-time")
+    return StdioServerConfig(command=str(exe), args=["--local-timezone", "UTC"])
+
+
+@pytest.fixture
+def git_cfg() -> StdioServerConfig:
+    return StdioServerConfig(command=str(installed(SERVER_VENV_BIN / "mcp-server-git", "mcp-server-git")))
+
+
+@pytest.fixture
+def probe_cfg() -> StdioServerConfig:
+    return StdioServerConfig(command=sys.executable, args=[str(PROBE)])
+
+
+@pytest.fixture
+def http_everything(tmp_path: Path) -> Iterator[HttpEverything]:
+    server = HttpEverything(tmp_path / "everything-http.log")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,104 @@
+"""Helpers for the MCP client tests: where the third-party servers live, how to find their processes.
+
+The servers are installed by ``scripts/setup --test``: the npm ones in ``tests/mcp_servers/node_modules``, the
+PyPI ones in ``.venv-servers`` (they need ``mcp>=2.3``, the project pins 1.30.0). A missing server fails the
+test with that instruction rather than skipping it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER_VENV_BIN = ROOT / ".venv-servers" / "bin"
+NODE_MODULES = ROOT / "tests" / "mcp_servers" / "node_modules" / "@modelcontextprotocol"
+EVERYTHING_JS = NODE_MODULES / "server-everything" / "dist" / "index.js"
+FILESYSTEM_JS = NODE_MODULES / "server-filesystem" / "dist" / "index.js"
+PROBE = Path(__file__).resolve().parent / "servers" / "probe_server.py"
+
+# Start-up on a loaded 2-core machine (node + npm packages, a fresh Python venv) can take many seconds.
+STARTUP_TIMEOUT = 90.0
+
+
+def installed(path: Path, what: str) -> Path:
+    if not path.exists():
+        pytest.fail(f"{what} is not installed ({path} is missing): run `scripts/setup --test`")
+    return path
+
+
+def node() -> str:
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("Node.js is needed for the npm MCP servers (node not on PATH)")
+    return node
+
+
+def child_pids(marker: str) -> list[int]:
+    """Pids of live (non-zombie) children of this test process whose command line contains ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        # Fields after the parenthesised command name: state ppid ...
+        state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+        if int(ppid) == os.getpid() and state != "Z" and marker in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = STARTUP_TIMEOUT) -> None:
+    """Block until something accepts connections on 127.0.0.1:port (the server is up), or fail."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"HTTP test server exited early with status {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1.0):
+                return
+        except OSError:
+            time.sleep(0.1)  # polling a port, not ordering events
+    pytest.fail(f"HTTP test server did not listen on port {port} within {timeout}s")
+
+
+class HttpEverything:
+    """server-everything in streamableHttp mode on a free loopback port; restartable on the same port."""
+
+    def __init__(self, log: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = dict(os.environ, PORT=str(self.port))
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(
+                [node(), str(installed(EVERYTHING_JS, "server-everything")), "streamableHttp"],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+        wait_for_port(self.port, self.proc)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
