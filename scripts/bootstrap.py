@@ -103,7 +103,7 @@ def ensure_llama_wheel() -> Path:
         run([PY, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
              f"llama-cpp-python=={LLAMA_VERSION}", "-d", sdist_dir])
         sdists = list(sdist_dir.glob(f"llama_cpp_python-{LLAMA_VERSION}.tar.gz"))
-    tmp = wdir.with_suffix(".partial")
+    tmp = wdir.with_name(wdir.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     env = dict(os.environ)

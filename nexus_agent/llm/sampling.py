@@ -21,10 +21,11 @@ class GrammarError(ValueError):
 
 class Sampler:
     """Greedy (temperature 0) or seeded temperature sampling, optionally constrained by ``grammar``
-    (GBNF text with a ``root`` rule)."""
+    (GBNF text with a ``root`` rule). ``repeat_penalty`` > 1 penalises tokens seen in the last
+    ``repeat_last_n`` tokens."""
 
     def __init__(self, model: LlamaModel, grammar: str | None = None, temperature: float = 0.0,
-                 seed: int = 0) -> None:
+                 seed: int = 0, repeat_penalty: float = 1.0, repeat_last_n: int = 64) -> None:
         params = L.llama_sampler_chain_default_params()
         self._chain = L.llama_sampler_chain_init(params)
         if grammar is not None:
@@ -34,6 +35,10 @@ class Sampler:
                 self._chain = None
                 raise GrammarError("llama.cpp rejected the grammar (see the log above for the rule)")
             L.llama_sampler_chain_add(self._chain, g)
+        if repeat_penalty != 1.0:
+            # Small models loop on long answers; a mild penalty over the recent window breaks the loop.
+            penalties = L.llama_sampler_init_penalties(model.n_vocab, repeat_last_n, repeat_penalty, 0.0, 0.0)
+            L.llama_sampler_chain_add(self._chain, penalties)
         if temperature > 0:
             L.llama_sampler_chain_add(self._chain, L.llama_sampler_init_temp(temperature))
             L.llama_sampler_chain_add(self._chain, L.llama_sampler_init_dist(seed))

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Local TTFT benchmark: time to the first argument token, three arms, as the tool count N grows.
+
+(a) retrieval-decoupled: route with the SLB over N tools, then write arguments over the compressed signature;
+(b) re-prefill the selected tool's full JSON schema each turn (same routing, full schema instead of IR);
+(c) concatenate every schema of the N tools into the prompt (a stateless client re-sends them each turn).
+
+(a) and (b) run after a warm conversation prefix (system + one earlier turn, cached in the main sequence), as
+in a live session; (c) is prefilled cold each turn. The selected tool for (a)/(b) is what the router picks, so
+(a) includes routing time. Main-context tokens are the prompt tokens each arm puts in the main sequence.
+
+usage: python bench/ttft.py [--model M] [--sizes 10,50,100,250] [--queries K] [--json OUT]
+Writes bench/results/ttft.json, bench/results/ttft.md and bench/results/ttft.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from nexus_agent.agent.api import DEFAULT_MODEL  # noqa: E402
+from nexus_agent.agent.args import arg_messages, grammar_for  # noqa: E402
+from nexus_agent.agent.prompts import SYSTEM_MAIN, arg_request  # noqa: E402
+from nexus_agent.agent.routing_adapter import build_router  # noqa: E402
+from nexus_agent.engine import MAIN, SCRATCH, Engine, EngineConfig  # noqa: E402
+from nexus_agent.registry import Tool, load_registry  # noqa: E402
+from nexus_agent.signature import full_schema_text  # noqa: E402
+
+HISTORY = [
+    {"role": "user", "content": "hi, I'm working on the acme-corp/web repo today"},
+    {"role": "assistant", "content": "Great, I can look at issues, pull requests and files in acme-corp/web."},
+]
+
+
+def sample_tools(pool: list[Tool], must: Tool, n: int, rng: random.Random) -> list[Tool]:
+    others = [t for t in pool if t.qualified_name != must.qualified_name]
+    picked = rng.sample(others, min(n - 1, len(others)))
+    return [must, *picked]
+
+
+def ttft(engine: Engine, msgs: list[dict[str, str]], tool: Tool, seq: int) -> tuple[float, int]:
+    prompt = engine.tokenize_chat(msgs)
+    if len(prompt) + 2 > engine.ctx.n_ctx:
+        return float("nan"), len(prompt)
+    gen = engine.generate(prompt, seq=seq, grammar=grammar_for(tool), max_tokens=1, keep=False)
+    return gen.ttft_ms, len(prompt)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default=DEFAULT_MODEL)
+    ap.add_argument("--sizes", default="10,50,100,250")
+    ap.add_argument("--queries", type=int, default=6)
+    ap.add_argument("--c-queries", type=int, default=2, help="queries for arm (c), which is slow")
+    ap.add_argument("--n-ctx", type=int, default=8192)
+    ap.add_argument("--registry", default=str(ROOT.parent / "shared" / "mcp-registry"))
+    ap.add_argument("--eval", default=str(ROOT.parent / "shared" / "eval" / "github_dev.jsonl"))
+    ap.add_argument("--profile", default="desktop_all_plus_github")
+    ap.add_argument("--embedder", default="nomic")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", dest="json_out", default=str(ROOT / "bench" / "results" / "ttft.json"))
+    a = ap.parse_args()
+
+    reg = load_registry(a.registry)
+    pool = reg.profile(a.profile)
+    items = [json.loads(x) for x in Path(a.eval).read_text().splitlines() if x.strip()]
+    items = [it for it in items if it.get("tool") and not it.get("history")]
+    rng = random.Random(a.seed)
+    rng.shuffle(items)
+    items = items[: a.queries]
+    engine = Engine(EngineConfig(model=a.model, n_ctx=a.n_ctx))
+    rows: list[dict[str, Any]] = []
+    try:
+        prefix = engine.tokenize_chat([{"role": "system", "content": SYSTEM_MAIN}, *HISTORY])[:-3]
+        for n in [int(x) for x in a.sizes.split(",")]:
+            arm: dict[str, list[float]] = {"a": [], "b": [], "c": [], "route": []}
+            toks: dict[str, list[int]] = {"a": [], "b": [], "c": []}
+            overflow_c = False
+            for qi, it in enumerate(items):
+                must = reg.find(it["tool"], it.get("server"))
+                tools = sample_tools(pool, must, n, random.Random(f"{a.seed}-{n}-{qi}"))
+                router = build_router(tools, engine, a.embedder)
+                engine.prefill(prefix, seq=MAIN, n_logits=1)  # warm conversation prefix
+                t0 = time.perf_counter()
+                route = router.route_turn(it["query"], [])
+                route_ms = (time.perf_counter() - t0) * 1000
+                chosen = next((t for t in tools if t.qualified_name == route.tool), must)
+                ms, nt = ttft(engine, arg_messages(chosen, it["query"], HISTORY), chosen, MAIN)
+                arm["a"].append(route_ms + ms)
+                arm["route"].append(route_ms)
+                toks["a"].append(nt)
+                full = [{"role": "system", "content": SYSTEM_MAIN}, *HISTORY,
+                        {"role": "user", "content": arg_request(it["query"], full_schema_text(chosen))}]
+                ms, nt = ttft(engine, full, chosen, MAIN)
+                arm["b"].append(route_ms + ms)
+                toks["b"].append(nt)
+                if qi < a.c_queries:
+                    all_schemas = "\n".join(full_schema_text(t) for t in tools)
+                    msgs = [{"role": "system", "content": f"{SYSTEM_MAIN}\nTools:\n{all_schemas}"}, *HISTORY,
+                            {"role": "user", "content": f"{it['query']}\n\nCall one of the tools: reply with "
+                             f"the JSON arguments of {chosen.name} only."}]
+                    engine.free(SCRATCH)  # cold: the whole prompt is prefilled this turn
+                    ms, nt = ttft(engine, msgs, chosen, SCRATCH)
+                    engine.free(SCRATCH)
+                    toks["c"].append(nt)
+                    if ms != ms:  # NaN: does not fit the context
+                        overflow_c = True
+                    else:
+                        arm["c"].append(ms)
+                print(f"N={n} q={qi} a={arm['a'][-1]:.0f}ms b={arm['b'][-1]:.0f}ms tokens a={toks['a'][-1]} "
+                      f"b={toks['b'][-1]}" + (f" c={toks['c'][-1]}" if qi < a.c_queries else ""), flush=True)
+            med = {k: (statistics.median(v) if v else None) for k, v in arm.items()}
+            mt = {k: (statistics.median(v) if v else None) for k, v in toks.items()}
+            rows.append({
+                "n_tools": n,
+                "ttft_ms_a": med["a"], "ttft_ms_b": med["b"], "ttft_ms_c": None if overflow_c else med["c"],
+                "route_ms": med["route"],
+                "tokens_a": mt["a"], "tokens_b": mt["b"], "tokens_c": mt["c"],
+                "c_overflows": overflow_c,
+                "speedup_a_vs_b": (med["b"] / med["a"]) if med["a"] and med["b"] else None,
+                "token_saving_a_vs_b": (1 - mt["a"] / mt["b"]) if mt["a"] and mt["b"] else None,
+                "n_queries": len(items),
+            })
+    finally:
+        engine.close()
+    report = {"model": a.model, "n_ctx": a.n_ctx, "embedder": a.embedder, "rows": rows}
+    out = Path(a.json_out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1))
+    lines = [f"TTFT to first argument token, model {a.model}, n_ctx {a.n_ctx} (median over queries)", "",
+             "| N | (a) IR ms | (b) full schema ms | (c) all schemas ms | a vs b | tokens a | tokens b | tokens c "
+             "| token saving a vs b |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        c = "overflow" if r["c_overflows"] else (f"{r['ttft_ms_c']:.0f}" if r["ttft_ms_c"] else "-")
+        lines.append(f"| {r['n_tools']} | {r['ttft_ms_a']:.0f} | {r['ttft_ms_b']:.0f} | {c} | "
+                     f"{r['speedup_a_vs_b']:.2f}× | {r['tokens_a']:.0f} | {r['tokens_b']:.0f} | "
+                     f"{r['tokens_c'] if r['tokens_c'] is not None else '-'} | {r['token_saving_a_vs_b']:.0%} |")
+    md = "\n".join(lines) + "\n"
+    out.with_suffix(".md").write_text(md)
+    print(md)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        ns = [r["n_tools"] for r in rows]
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.plot(ns, [r["ttft_ms_a"] for r in rows], "o-", label="(a) retrieval + signature IR")
+        ax.plot(ns, [r["ttft_ms_b"] for r in rows], "s-", label="(b) full schema re-prefill")
+        cs = [(r["n_tools"], r["ttft_ms_c"]) for r in rows if r["ttft_ms_c"]]
+        if cs:
+            ax.plot([x for x, _ in cs], [y for _, y in cs], "^-", label="(c) all schemas")
+        for r in rows:
+            if r["c_overflows"]:
+                ax.axvline(r["n_tools"], color="grey", ls=":", lw=0.8)
+        ax.set_xlabel("tools in registry (N)")
+        ax.set_ylabel("TTFT to first argument token (ms)")
+        ax.set_yscale("log")
+        ax.set_title(f"{a.model}, n_ctx={a.n_ctx}; dotted: (c) overflows")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out.with_suffix(".png"), dpi=120)
+    except ImportError:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""The public Python API, for desktop apps that embed Nexus Agent as their MCP client.
+
+```python
+async with NexusAgent.from_config(AgentConfig(mcp=["github"])) as agent:
+    async for event in agent.run("list open issues in acme/api"):
+        print(event.type, event)
+```
+
+``SyncNexusAgent`` wraps the same object for synchronous code; it is safe to call from several threads
+(turns are serialised by the engine's coarse lock; each call gets its own events).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from nexus_agent.agent.events import ErrorEvent, Event
+from nexus_agent.agent.history import Conversation
+from nexus_agent.agent.turn import CallResult, TurnDeps, TurnRouter, run_turn
+from nexus_agent.engine import Engine, EngineConfig
+from nexus_agent.registry import Tool
+
+DEFAULT_MODEL = "qwen1.5b"
+
+ConfirmFn = Callable[[str, dict[str, Any], Mapping[str, Any] | None], bool | Awaitable[bool]]
+
+
+class AgentConfig(BaseModel):
+    """Everything an agent needs; validated at the boundary so a bad value names its field.
+
+    ``mcp``: preset names (``github``); ``config_file``: an ``mcpServers`` JSON file (Claude Desktop /
+    Cursor format); both may be given. ``yes``: run tools that may modify data without asking.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = DEFAULT_MODEL
+    mcp: list[str] = Field(default_factory=list)
+    config_file: Path | None = None
+    embedder: str = "nomic"
+    yes: bool = False
+    n_ctx: int = Field(default=8192, ge=512)
+    n_threads: int = Field(default=2, ge=1)
+    tool_timeout_s: float = Field(default=60.0, gt=0)
+    window_turns: int = Field(default=4, ge=0)
+
+
+class NexusAgent:
+    """An agent bound to MCP servers and one local model. Use as an async context manager."""
+
+    def __init__(self, cfg: AgentConfig, confirm: ConfirmFn | None = None,
+                 on_notice: Callable[[str], None] | None = None) -> None:
+        self.cfg = cfg
+        self._confirm = confirm
+        self._notice = on_notice or (lambda _msg: None)
+        self.conversation = Conversation()
+        self.engine: Engine | None = None
+        self.hub: Any = None
+        self.router: TurnRouter | None = None
+        self._tools: dict[str, Tool] = {}
+        self._annotations: dict[str, Mapping[str, Any] | None] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def from_config(cls, cfg: AgentConfig | Mapping[str, Any] | None = None, **kwargs: Any) -> NexusAgent:
+        conf = cfg if isinstance(cfg, AgentConfig) else AgentConfig.model_validate(dict(cfg or {}))
+        return cls(conf, **kwargs)
+
+    # -- lifetime
+    async def __aenter__(self) -> NexusAgent:
+        await self.start()
+        return self
+
+    async def __aexit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    async def start(self) -> None:
+        from nexus_agent.agent.routing_adapter import build_router
+        from nexus_agent.mcp import MultiServerClient, load_config, resolve_preset
+        from nexus_agent.mcp.config import MCPConfig
+
+        self._loop = asyncio.get_running_loop()
+        servers: dict[str, Any] = {}
+        if self.cfg.config_file is not None:
+            servers.update(load_config(self.cfg.config_file).servers)
+        for preset in self.cfg.mcp:
+            res = resolve_preset(preset)
+            self._notice(res.reason)
+            servers[res.server_name] = res.server
+        self.hub = MultiServerClient.from_config(MCPConfig(servers=servers),
+                                                 default_timeout=self.cfg.tool_timeout_s)
+        await self.hub.start()
+        for name, why in getattr(self.hub, "failures", {}).items():
+            self._notice(f"MCP server {name!r} failed to start: {why}")
+        self._index_tools()
+        self.engine = await asyncio.to_thread(
+            Engine, EngineConfig(model=self.cfg.model, n_ctx=self.cfg.n_ctx, n_threads=self.cfg.n_threads))
+        self.router = await asyncio.to_thread(build_router, list(self._tools.values()), self.engine,
+                                              self.cfg.embedder)
+        self.hub.add_tools_listener(self._on_tools_changed)
+
+    async def aclose(self) -> None:
+        if self.hub is not None:
+            await self.hub.aclose()
+            self.hub = None
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
+
+    # -- tools
+    def _index_tools(self) -> None:
+        self._tools = {t.qualified_name: t.to_registry_tool() for t in self.hub.tools}
+        self._annotations = {t.qualified_name: t.annotations for t in self.hub.tools}
+
+    async def _on_tools_changed(self, diff: Any) -> None:
+        """``notifications/tools/list_changed``: update the index and the router incrementally."""
+        self._index_tools()
+        if self.router is not None and hasattr(self.router, "apply_diff"):
+            changed = [self._tools[q] for q in diff.qualified([*diff.added, *diff.changed]) if q in self._tools]
+            await asyncio.to_thread(self.router.apply_diff, changed, diff.qualified(list(diff.removed)))
+
+    @property
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
+
+    # -- turns
+    def _call_tool_from_thread(self, name: str, args: dict[str, Any]) -> CallResult:
+        assert self._loop is not None
+        fut = asyncio.run_coroutine_threadsafe(self.hub.call_tool(name, args), self._loop)
+        res = fut.result()
+        return CallResult(text=res.text or json.dumps(list(res.content))[:4000], is_error=res.is_error)
+
+    def _confirm_from_thread(self, name: str, args: dict[str, Any], ann: Mapping[str, Any] | None) -> bool:
+        if self._confirm is None:
+            return False
+        out = self._confirm(name, args, ann)
+        if inspect.isawaitable(out):
+            assert self._loop is not None
+            return bool(asyncio.run_coroutine_threadsafe(_await(out), self._loop).result())
+        return bool(out)
+
+    async def run(self, query: str) -> AsyncIterator[Event]:
+        """Run one turn and yield its events as they happen (tokens stream)."""
+        if self.engine is None or self.router is None:
+            raise RuntimeError("agent is not started: use `async with NexusAgent.from_config(...)`")
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+
+        def emit(ev: Event) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, ev)
+
+        deps = TurnDeps(engine=self.engine, router=self.router, tools=lambda: self._tools,
+                        annotations=lambda q: self._annotations.get(q), call_tool=self._call_tool_from_thread,
+                        confirm=self._confirm_from_thread, auto_yes=self.cfg.yes,
+                        window_turns=self.cfg.window_turns)
+
+        def work() -> None:
+            try:
+                run_turn(deps, self.conversation, query, emit)
+            except Exception as e:
+                emit(ErrorEvent(stage="turn", message=f"{type(e).__name__}: {e}"))
+            finally:
+                loop.call_soon_threadsafe(queue.put_nowait, None)
+
+        worker = threading.Thread(target=work, name="nexus-turn", daemon=True)
+        worker.start()
+        while (ev := await queue.get()) is not None:
+            yield ev
+
+
+async def _await(x: Awaitable[bool]) -> bool:
+    return await x
+
+
+class SyncNexusAgent:
+    """Synchronous wrapper: runs the agent on a private event-loop thread. Thread-safe."""
+
+    def __init__(self, cfg: AgentConfig | Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="nexus-loop", daemon=True)
+        self._thread.start()
+        self.agent = NexusAgent.from_config(cfg, **kwargs)
+        self._submit(self.agent.start())
+
+    def _submit(self, coro: Awaitable[Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(_as_coro(coro), self._loop).result()
+
+    def run(self, query: str) -> list[Event]:
+        """Run one turn; return its events in order."""
+
+        async def collect() -> list[Event]:
+            return [ev async for ev in self.agent.run(query)]
+
+        out: list[Event] = self._submit(collect())
+        return out
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._submit(self.agent.aclose())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+    def __enter__(self) -> SyncNexusAgent:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+async def _as_coro(x: Awaitable[Any]) -> Any:
+    return await x

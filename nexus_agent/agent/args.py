@@ -1,0 +1,250 @@
+"""Argument generation: JSON arguments written over the compressed signature, constrained by a GBNF
+grammar compiled from the tool's JSON Schema, then validated against the schema with one repair attempt.
+
+The model never sees the full schema: it reads the signature (``create_repository(name: string, …)``),
+while the grammar, compiled from the full schema, makes invalid JSON and unknown keys impossible to emit.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any
+
+import jsonschema
+from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+from nexus_agent.agent.prompts import SYSTEM_MAIN, arg_request
+from nexus_agent.engine import MAIN, Engine, Generation
+from nexus_agent.registry import Tool
+from nexus_agent.signature import SignatureOptions, signature
+
+ARG_SIGNATURE = SignatureOptions(max_enum=8, max_nested_keys=4, desc_chars=48, tool_desc_chars=120)
+
+
+# Keywords llama.cpp's schema converter does not need and that some servers put in odd places.
+_DROP_KEYS = ("$schema", "$id", "title", "examples", "default", "format", "deprecated", "readOnly", "writeOnly")
+
+# Any JSON object: the fallback grammar when a schema uses a construct the converter rejects; the schema
+# validation step still catches what the grammar let through.
+_ANY_OBJECT = json_schema_to_gbnf(json.dumps({"type": "object"}))
+
+
+class ArgumentError(ValueError):
+    """The model could not produce schema-valid arguments, even after one repair attempt."""
+
+
+@dataclass
+class ArgResult:
+    """Arguments for one call; times in ms (``ttft_ms`` = to the first argument token of the first try)."""
+
+    tool: str
+    arguments: dict[str, Any] | None
+    raw: str
+    json_valid: bool
+    schema_error: str | None
+    repaired: bool
+    ttft_ms: float
+    total_ms: float
+    n_prompt_tokens: int
+
+
+# Length bounds are expanded by the converter into one nested optional group per character; a
+# ``maxLength: 20000`` (Stripe's dispute evidence) makes a grammar that overflows llama.cpp's recursive
+# parser and crashes the process. Bounds above these are dropped; validation still enforces them.
+_MAX_LENGTH_BOUND = 256
+_MAX_ITEMS_BOUND = 64
+_MAX_GRAMMAR_CHARS = 200_000
+
+
+def _strip(schema: Any) -> Any:
+    if isinstance(schema, Mapping):
+        out = {k: _strip(v) for k, v in schema.items() if k not in _DROP_KEYS}
+        for key, bound in (("maxLength", _MAX_LENGTH_BOUND), ("minLength", _MAX_LENGTH_BOUND),
+                           ("maxItems", _MAX_ITEMS_BOUND), ("minItems", _MAX_ITEMS_BOUND)):
+            if isinstance(out.get(key), int) and out[key] > bound:
+                del out[key]
+        return out
+    if isinstance(schema, list):
+        return [_strip(x) for x in schema]
+    return schema
+
+
+def grammar_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema the grammar is compiled from: top-level unknown keys are closed off, because BFCL-style
+    checking counts an unknown parameter as an error and the model has no reason to add one."""
+    s = copy.deepcopy(dict(_strip(schema)))
+    s.setdefault("type", "object")
+    if s.get("type") == "object" and "additionalProperties" not in s:
+        s["additionalProperties"] = False
+    s.setdefault("properties", {})
+    return s
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def words(text: str) -> set[str]:
+    """Lower-case word tokens, with camelCase and snake_case split (``perPage`` -> per, page)."""
+    text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
+    return set(_WORD.findall(text.lower()))
+
+
+def _mentioned(name_words: set[str], text_words: set[str]) -> bool:
+    # prefix match, so "close" grounds "closed" and "label" grounds "labels"
+    return any(w == t or (len(w) >= 4 and len(t) >= 4 and (w.startswith(t) or t.startswith(w)))
+               for w in name_words for t in text_words)
+
+
+def _nested_words(prop: Mapping[str, Any]) -> set[str]:
+    keys = (prop.get("properties") or {}) | ((prop.get("items") or {}).get("properties") or {})
+    return set().union(*(words(k) for k in keys)) if keys else set()
+
+
+def _prop_rank(name: str, prop: Mapping[str, Any], text_words: set[str]) -> int | None:
+    """Order of optional parameters in the argument view (higher first), or None to leave it out.
+
+    The grammar fixes key order and the model tends to fill whatever the signature lists, so parameters the
+    conversation names come first, plain scalars next; list and object parameters that nothing in the
+    conversation names (``fields``, ``field_filters``) are left out, because a small model fills them with
+    inventions rather than leave them empty."""
+    mentioned = _mentioned(words(name) | _nested_words(prop), text_words)
+    t = prop.get("type")
+    if t in ("array", "object") and not mentioned:
+        return None
+    rank = 2 if mentioned else 0
+    if t in ("string", "integer", "number", "boolean") and "enum" not in prop:
+        rank += 1
+    return rank
+
+
+def arg_view(tool: Tool, context: str) -> Tool:
+    """``tool`` as argument writing sees it: required parameters, then the optional ones ranked by
+    :func:`_prop_rank` for this conversation. Validation still uses the full schema."""
+    schema = dict(tool.input_schema)
+    props = schema.get("properties") or {}
+    required = [k for k in schema.get("required") or [] if k in props]
+    tw = words(context)
+    ranked = [(r, k) for k in props if k not in required and (r := _prop_rank(k, props[k], tw)) is not None]
+    order = required + [k for _, k in sorted(ranked, key=lambda rk: -rk[0])]
+    schema["properties"] = {k: props[k] for k in order}
+    return replace(tool, input_schema=schema)
+
+
+@lru_cache(maxsize=1024)
+def _grammar_for(schema_json: str) -> str:
+    try:
+        g = json_schema_to_gbnf(json.dumps(grammar_schema(json.loads(schema_json))))
+    except Exception:  # any converter failure falls back to "some JSON object"
+        return _ANY_OBJECT
+    return g if len(g) <= _MAX_GRAMMAR_CHARS else _ANY_OBJECT
+
+
+def grammar_for(tool: Tool) -> str:
+    """GBNF for ``tool``'s arguments, keys in the schema's property order (cached by schema)."""
+    return _grammar_for(json.dumps(tool.input_schema))
+
+
+def _grounded(value: Any, prop: Mapping[str, Any], name: str, text: str, text_words: set[str]) -> bool:
+    """Whether an optional value is supported by the conversation rather than invented."""
+    if isinstance(value, bool):
+        return value is False or _mentioned(words(name), text_words)
+    if isinstance(value, int | float):
+        return bool(re.search(rf"(?<![\w.]){re.escape(str(value))}(?![\w])", text)) or (
+            float(value).is_integer() and bool(re.search(rf"(?<![\w.]){int(value)}(?![\w])", text)))
+    if isinstance(value, str):
+        vw = words(value)
+        if not vw:
+            return False
+        if value.lower() in text.lower():
+            return True
+        return sum(1 for w in vw if _mentioned({w}, text_words)) / len(vw) >= 0.5
+    if isinstance(value, list):
+        return bool(value) and all(_grounded(v, prop.get("items") or {}, name, text, text_words) for v in value)
+    if isinstance(value, dict):
+        return bool(value) and any(_grounded(v, {}, k, text, text_words) for k, v in value.items())
+    return False
+
+
+def drop_ungrounded(tool: Tool, args: dict[str, Any], context: str) -> dict[str, Any]:
+    """Remove optional arguments the conversation does not support: placeholders such as ``your_username``,
+    default-looking ``page: 1``, unrequested ``fields`` lists. Required arguments always stay."""
+    props = tool.input_schema.get("properties") or {}
+    required = set(tool.input_schema.get("required") or [])
+    tw = words(context)
+    kept = {k: v for k, v in args.items() if k in required or _grounded(v, props.get(k) or {}, k, context, tw)}
+    return kept if validate(tool, kept) is None else args
+
+
+def validate(tool: Tool, args: Any) -> str | None:
+    """None when ``args`` validate against the tool's schema, else a one-line reason naming the field."""
+    if not isinstance(args, dict):
+        return f"arguments must be a JSON object, got {type(args).__name__}"
+    try:
+        cls = jsonschema.validators.validator_for(tool.input_schema, default=jsonschema.Draft202012Validator)
+        err = jsonschema.exceptions.best_match(cls(dict(tool.input_schema)).iter_errors(args))
+    except jsonschema.exceptions.SchemaError as e:
+        return f"the tool's own schema is invalid: {e.message}"
+    if err is None:
+        return None
+    where = "/".join(str(p) for p in err.absolute_path) or "<root>"
+    return f"{where}: {err.message}"
+
+
+def arg_messages(tool: Tool, request: str, history: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Chat messages for argument writing: the shared system prompt, the (pruned) history, then the request
+    with the tool's signature and the rules. Only the last message differs from the answer prompt."""
+    sig = signature(tool, ARG_SIGNATURE)
+    return [{"role": "system", "content": SYSTEM_MAIN}, *history,
+            {"role": "user", "content": arg_request(request, sig)}]
+
+
+class ArgumentWriter:
+    """Writes arguments in the engine's main context (the signature prompt, never the full schema)."""
+
+    def __init__(self, engine: Engine, max_tokens: int = 256) -> None:
+        self.engine = engine
+        self.max_tokens = max_tokens
+
+    def _attempt(self, msgs: list[dict[str, str]], grammar: str) -> Generation:
+        prompt = self.engine.tokenize_chat(msgs)
+        # keep=False: the JSON is not part of the conversation; the agent records the call itself.
+        return self.engine.generate(prompt, seq=MAIN, grammar=grammar, max_tokens=self.max_tokens, keep=False)
+
+    def write(self, tool: Tool, request: str, history: list[dict[str, str]] | None = None) -> ArgResult:
+        context = "\n".join([*(m["content"] for m in history or []), request])
+        view = arg_view(tool, context)
+        msgs = arg_messages(view, request, history or [])
+        grammar = grammar_for(view)
+        with self.engine.turn():
+            gen = self._attempt(msgs, grammar)
+            first = gen
+            args, err, json_ok = self._check(tool, gen.text)
+            repaired = False
+            if err is not None:
+                repaired = True
+                fix = [
+                    *msgs,
+                    {"role": "assistant", "content": gen.text},
+                    {"role": "user", "content": f"That is invalid ({err}). Reply with corrected JSON arguments only."},
+                ]
+                gen = self._attempt(fix, grammar)
+                args, err, json_ok2 = self._check(tool, gen.text)
+                json_ok = json_ok and json_ok2
+        if args is not None and err is None:
+            args = drop_ungrounded(tool, args, context)
+        return ArgResult(tool.name, args if err is None else None, gen.text, json_ok, err, repaired,
+                         first.ttft_ms, first.total_ms + (gen.total_ms if repaired else 0.0), first.n_prompt)
+
+    @staticmethod
+    def _check(tool: Tool, text: str) -> tuple[dict[str, Any] | None, str | None, bool]:
+        try:
+            args = json.loads(text)
+        except json.JSONDecodeError as e:
+            return None, f"not valid JSON ({e.msg} at char {e.pos})", False
+        err = validate(tool, args)
+        return (args if err is None else None), err, True

@@ -1,0 +1,170 @@
+"""``eval-args``: routing plus argument generation on an eval set, checked BFCL-style, no tool execution.
+
+A call is correct when the tool name is exact (or an accepted alternative), every required parameter is
+present, no unknown parameter appears, the expected ``arguments`` match after normalisation, and every
+``arg_contains`` substring appears (case-insensitive). Items with ``history`` replay it as the earlier
+conversation, through the same pruned window the sidecar uses, so coreference is part of what is measured.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nexus_agent.agent.args import ArgumentWriter
+from nexus_agent.agent.turn import TurnRouter
+from nexus_agent.engine import Engine
+from nexus_agent.registry import Registry, Tool
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for k successes in n trials (0, 0 when n is 0)."""
+    if n == 0:
+        return (0.0, 0.0)
+    p = k / n
+    d = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / d
+    h = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return (float(max(0.0, c - h)), float(min(1.0, c + h)))
+
+
+def _norm(v: Any) -> Any:
+    if isinstance(v, str):
+        return " ".join(v.strip().lower().split())
+    if isinstance(v, bool) or v is None:
+        return v
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, list):
+        return sorted(json.dumps(_norm(x), sort_keys=True) for x in v)
+    if isinstance(v, dict):
+        return {k: _norm(x) for k, x in v.items()}
+    return v
+
+
+def values_match(expected: Any, got: Any) -> bool:
+    """Expected values must match; for objects only the expected keys are compared (items list only what
+    the request states)."""
+    if isinstance(expected, dict):
+        return isinstance(got, dict) and all(k in got and values_match(v, got[k]) for k, v in expected.items())
+    if isinstance(expected, str) and isinstance(got, int | float) and not isinstance(got, bool):
+        return _norm(expected) == _norm(str(got))
+    return bool(_norm(expected) == _norm(got))
+
+
+def check_arguments(tool: Tool, args: Mapping[str, Any], item: Mapping[str, Any]) -> list[str]:
+    """Problems with ``args`` for eval ``item`` (empty list = correct)."""
+    problems = []
+    props = tool.input_schema.get("properties") or {}
+    for req in tool.input_schema.get("required") or []:
+        if req not in args:
+            problems.append(f"missing required {req}")
+    for k in args:
+        if k not in props:
+            problems.append(f"unknown parameter {k}")
+    for k, v in (item.get("arguments") or {}).items():
+        if k not in args:
+            problems.append(f"missing {k}")
+        elif not values_match(v, args[k]):
+            problems.append(f"{k}={json.dumps(args[k])[:60]} expected {json.dumps(v)[:60]}")
+    for k, subs in (item.get("arg_contains") or {}).items():
+        text = json.dumps(args.get(k, ""), ensure_ascii=False).lower()
+        for s in subs:
+            if s.lower() not in text:
+                problems.append(f"{k} lacks {s!r}")
+    return problems
+
+
+def expected_names(item: Mapping[str, Any]) -> set[str]:
+    """Qualified names accepted for ``item`` (``tool`` + ``server``, plus ``alt_tools``)."""
+    server = item.get("server") or ""
+    names = {f"{server}__{item['tool']}"} if item.get("tool") else set()
+    for alt in item.get("alt_tools") or []:
+        names.add(alt.replace("/", "__") if "/" in alt else f"{server}__{alt}")
+    return names
+
+
+@dataclass
+class ItemResult:
+    id: str
+    expected: str | None
+    routed: str | None
+    route_ok: bool
+    arguments: dict[str, Any] | None
+    json_valid: bool
+    args_ok: bool
+    problems: list[str] = field(default_factory=list)
+    latency_ms: float = 0.0  # routing + time to the first argument token
+    decision: str = ""
+
+
+def run_eval(items: list[dict[str, Any]], registry: Registry, profile_tools: list[Tool], router: TurnRouter,
+             engine: Engine, window_turns: int = 4) -> tuple[dict[str, Any], list[ItemResult]]:
+    tools = {t.qualified_name: t for t in profile_tools}
+    writer = ArgumentWriter(engine)
+    results: list[ItemResult] = []
+    for item in items:
+        window = list(item.get("history") or [])[-2 * window_turns:]
+        t0 = time.perf_counter()
+        route = router.route_turn(item["query"], window)
+        route_ms = (time.perf_counter() - t0) * 1000
+        accepted = expected_names(item)
+        route_ok = (route.tool in accepted) if accepted else route.tool is None
+        res = ItemResult(id=str(item.get("id")), expected=next(iter(sorted(accepted)), None), routed=route.tool,
+                         route_ok=route_ok, arguments=None, json_valid=False, args_ok=False,
+                         latency_ms=route_ms, decision=route.decision)
+        if route.tool is not None and route.tool in tools:
+            ar = writer.write(tools[route.tool], item["query"], window)
+            res.json_valid = ar.json_valid
+            res.arguments = ar.arguments
+            res.latency_ms = route_ms + ar.ttft_ms
+            if route_ok and item.get("tool"):
+                if ar.arguments is None:
+                    res.problems = [f"invalid arguments: {ar.schema_error}"]
+                else:
+                    res.problems = check_arguments(tools[route.tool], ar.arguments, item)
+                res.args_ok = not res.problems
+        elif route_ok:
+            res.args_ok = True  # correctly declined a no-tool request
+        results.append(res)
+    return summarise(results), results
+
+
+def summarise(results: list[ItemResult]) -> dict[str, Any]:
+    n = len(results)
+    routed_ok = [r for r in results if r.route_ok]
+    e2e = sum(1 for r in results if r.route_ok and r.args_ok)
+    called = [r for r in results if r.routed is not None]
+    lat = [r.latency_ms for r in results if r.routed is not None] or [0.0]
+    return {
+        "n": n,
+        "routing_accuracy": len(routed_ok) / n if n else 0.0,
+        "arg_accuracy_on_routed": (sum(1 for r in routed_ok if r.args_ok) / len(routed_ok)) if routed_ok else 0.0,
+        "end_to_end_accuracy": e2e / n if n else 0.0,
+        "end_to_end_accuracy_ci95": list(wilson(e2e, n)),
+        "json_valid_rate": (sum(1 for r in called if r.json_valid) / len(called)) if called else 0.0,
+        "latency_ms_p50": float(np.percentile(lat, 50)),
+        "latency_ms_p95": float(np.percentile(lat, 95)),
+    }
+
+
+def load_items(path: Path) -> list[dict[str, Any]]:
+    items = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            items.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{i}: invalid JSON ({e.msg})") from e
+    return items
+
+
+def to_json(summary: dict[str, Any], results: list[ItemResult]) -> dict[str, Any]:
+    return {**summary, "items": [asdict(r) for r in results]}

@@ -1,0 +1,88 @@
+"""The conversation and its pruned window.
+
+Bulky tool output is replaced by a short *surrogate* as soon as it arrives, so neither the main context nor
+the sidecar window grows with payload size. The window keeps the most recent turns verbatim.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from nexus_agent.agent.prompts import call_note
+
+SURROGATE_CHARS = 400
+# Fields that identify things users refer back to ("that issue", "there"): kept in surrogates.
+_KEY_FIELDS = ("owner", "repo", "full_name", "name", "login", "number", "title", "state", "path", "sha", "ref",
+               "branch", "html_url", "url", "id", "message", "status", "merged")
+
+
+def _scalar_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    out = {k: obj[k] for k in _KEY_FIELDS if k in obj and isinstance(obj[k], str | int | float | bool)}
+    for k, v in obj.items():
+        if len(out) >= 6:
+            break
+        if k not in out and isinstance(v, str | int | float | bool) and len(str(v)) <= 60:
+            out[k] = v
+    return out
+
+
+def surrogate(text: str, limit: int = SURROGATE_CHARS) -> str:
+    """A short, deterministic summary of a tool's output (no LLM): identifying fields of JSON objects,
+    the count and first items of JSON lists, or the head of plain text, plus the original size."""
+    if len(text) <= limit:
+        return text
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, ValueError):
+        data = None
+    if isinstance(data, dict):
+        items = data.get("items") if isinstance(data.get("items"), list) else None
+        if items is not None:
+            data = items
+        else:
+            s = json.dumps(_scalar_fields(data), ensure_ascii=False)
+            return f"{s[:limit]} (object with {len(data)} fields, {len(text)} chars)"
+    if isinstance(data, list):
+        heads = [json.dumps(_scalar_fields(x), ensure_ascii=False) if isinstance(x, dict) else json.dumps(x)
+                 for x in data[:3]]
+        body = "; ".join(heads)[:limit]
+        return f"{len(data)} items: {body}" + (" …" if len(data) > 3 else "")
+    head = " ".join(text[:limit].split())
+    return f"{head} … ({len(text)} chars)"
+
+
+@dataclass
+class Turn:
+    """One user request and what happened. ``tool_result`` holds the surrogate, never the full payload."""
+
+    user: str
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+    tool_result: str | None = None
+    answer: str = ""
+
+
+@dataclass
+class Conversation:
+    turns: list[Turn] = field(default_factory=list)
+
+    def window(self, max_turns: int = 4, max_chars: int = 3000) -> list[dict[str, str]]:
+        """Chat messages of the last ``max_turns`` turns, newest kept first when over ``max_chars``."""
+        msgs: list[list[dict[str, str]]] = []
+        used = 0
+        for t in reversed(self.turns[-max_turns:]):
+            block = [{"role": "user", "content": t.user}]
+            reply = t.answer
+            if t.tool:
+                call = call_note(t.tool.split("__", 1)[-1], t.arguments or {})
+                call += f" → {t.tool_result}" if t.tool_result else ""
+                reply = f"{call}\n{reply}".strip()
+            block.append({"role": "assistant", "content": reply or "(no answer)"})
+            size = sum(len(m["content"]) for m in block)
+            if msgs and used + size > max_chars:
+                break
+            used += size
+            msgs.append(block)
+        return [m for block in reversed(msgs) for m in block]

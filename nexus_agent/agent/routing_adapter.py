@@ -1,0 +1,81 @@
+"""Routing inside the agent: the ``Router`` (SLB + BM25 + gate) with its LLM decision run on the agent's own
+engine, in the sidecar sequence, so one model serves routing, arguments and answers.
+
+The sidecar starts at position 0 each turn with the pruned window (recent turns verbatim, tool payloads as
+surrogates), so an escalated decision sees "open a PR there" with the turn that said where "there" is.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from nexus_agent.agent.turn import RouteOutcome
+from nexus_agent.engine import SIDECAR, Engine
+from nexus_agent.registry import Tool
+
+_embedders: dict[str, Any] = {}
+_embedders_lock = threading.Lock()
+
+
+def shared_embedder(name: str) -> Any:
+    """One embedder per process and name (loading nomic takes a second; routers are rebuilt often)."""
+    from nexus_agent.routing.embedders import create_embedder
+
+    with _embedders_lock:
+        if name not in _embedders:
+            _embedders[name] = create_embedder(name)
+        return _embedders[name]
+
+
+class EngineLLM:
+    """The ``PrefixCachedLLM`` interface of the rerankers, served by the engine's sidecar sequence."""
+
+    def __init__(self, engine: Engine, seq: int = SIDECAR) -> None:
+        self.engine = engine
+        self.model = engine.model
+        self.seq = seq
+
+    def render(self, messages: list[dict[str, str]]) -> list[int]:
+        return self.engine.tokenize_chat(messages)
+
+    def logits_after(self, tokens: Sequence[int]) -> npt.NDArray[np.float32]:
+        out: npt.NDArray[np.float32] = np.asarray(self.engine.next_logits(list(tokens), seq=self.seq))
+        return out
+
+    def token_id(self, text: str) -> int:
+        ids = self.model.tokenize(text, add_special=False, parse_special=True)
+        if len(ids) != 1:
+            raise ValueError(f"{text!r} is not a single token in {self.model.path.name}: {ids}")
+        return ids[0]
+
+
+class AgentRouter:
+    """Adapts ``nexus_agent.routing.Router`` to the turn pipeline (``route_turn``) and to MCP list diffs."""
+
+    def __init__(self, router: Any) -> None:
+        self.router = router
+
+    def route_turn(self, query: str, window: list[dict[str, str]]) -> RouteOutcome:
+        res = self.router.route(query, window)
+        return RouteOutcome(decision=res.decision, tool=res.tool,
+                            candidates=[(c.key, c.score) for c in res.candidates[:5]], latency_ms=res.latency_ms)
+
+    def apply_diff(self, changed: list[Tool], removed: list[str]) -> None:
+        """``tools/list_changed``: re-embed only the changed/added tools, drop the removed ones."""
+        self.router.remove_tools(removed)
+        self.router.replace_tools(changed)
+
+
+def build_router(tools: Sequence[Tool], engine: Engine | None, embedder: str = "nomic",
+                 reranker: str | None = "llm-choice") -> AgentRouter:
+    """A router over ``tools``; escalations go to ``reranker`` running on ``engine`` (None: retrieval only)."""
+    from nexus_agent.routing.rerank.base import create_reranker
+    from nexus_agent.routing.router import Router
+
+    rr = create_reranker(reranker, llm=EngineLLM(engine)) if (reranker and engine is not None) else None
+    return AgentRouter(Router(list(tools), shared_embedder(embedder), reranker=rr))

@@ -1,0 +1,151 @@
+"""One turn of the agent, run synchronously in one worker thread that holds the engine's turn lock:
+
+1. route the request (retrieval; escalations are decided in the sidecar over the pruned window);
+2. write arguments in the main context over the compressed signature, under the schema's grammar;
+3. validate (one repair attempt inside the writer);
+4. ask for confirmation when the tool is destructive or not declared read-only;
+5. call the tool (on the MCP event loop);
+6. keep only a surrogate of the output in the history;
+7. stream the final answer.
+
+Every failure becomes an ``error`` event and leaves the conversation as it was before the turn.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from nexus_agent.agent.args import ArgumentWriter
+from nexus_agent.agent.events import (
+    AnswerEvent,
+    Candidate,
+    ErrorEvent,
+    Event,
+    RouteEvent,
+    TokenEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from nexus_agent.agent.history import Conversation, Turn, surrogate
+from nexus_agent.agent.prompts import SYSTEM_MAIN, TOOL_DATA
+from nexus_agent.engine import MAIN, SIDECAR, Engine
+from nexus_agent.registry import Tool
+
+MAX_TOOL_CHARS = 6000  # tool output shown to the answer step; the history keeps only the surrogate
+
+
+@dataclass(frozen=True)
+class RouteOutcome:
+    """What routing decided. ``tool`` is a qualified name (``server__tool``) or None for no-tool."""
+
+    decision: str  # auto | escalated | no-tool
+    tool: str | None
+    candidates: list[tuple[str, float]]
+    latency_ms: float
+
+
+class TurnRouter(Protocol):
+    def route_turn(self, query: str, window: list[dict[str, str]]) -> RouteOutcome: ...
+
+
+@dataclass(frozen=True)
+class CallResult:
+    text: str
+    is_error: bool
+
+
+CallTool = Callable[[str, dict[str, Any]], CallResult]
+Confirm = Callable[[str, dict[str, Any], Mapping[str, Any] | None], bool]
+Emit = Callable[[Event], None]
+
+
+def needs_confirmation(annotations: Mapping[str, Any] | None) -> bool:
+    """MCP annotations: destructive tools, and tools that do not declare themselves read-only, need a yes.
+
+    ``destructiveHint`` defaults to true in the MCP spec when a tool is not read-only, so a missing
+    ``readOnlyHint`` is treated as "may write".
+    """
+    ann = annotations or {}
+    if ann.get("destructiveHint") is True:
+        return True
+    return ann.get("readOnlyHint") is not True
+
+
+@dataclass
+class TurnDeps:
+    engine: Engine
+    router: TurnRouter
+    tools: Callable[[], Mapping[str, Tool]]  # qualified name -> Tool (live view)
+    annotations: Callable[[str], Mapping[str, Any] | None]
+    call_tool: CallTool
+    confirm: Confirm | None
+    auto_yes: bool
+    window_turns: int = 4
+
+
+def run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit) -> None:
+    """Run one turn, emitting events. The conversation gains a ``Turn`` only if the turn completes."""
+    eng = deps.engine
+    with eng.turn():
+        window = convo.window(deps.window_turns)
+        try:
+            route = deps.router.route_turn(request, window)
+        except Exception as e:
+            emit(ErrorEvent(stage="route", message=f"routing failed: {e}"))
+            return
+        finally:
+            eng.free(SIDECAR)  # the sidecar lives for one turn only
+        emit(RouteEvent(decision=route.decision, tool=route.tool,
+                        candidates=[Candidate(name=n, score=s) for n, s in route.candidates],
+                        latency_ms=route.latency_ms))
+        turn = Turn(user=request)
+        messages = [{"role": "system", "content": SYSTEM_MAIN}, *window]
+        if route.tool is not None:
+            tool = deps.tools().get(route.tool)
+            if tool is None:
+                emit(ErrorEvent(stage="route", message=f"routed to {route.tool}, which is no longer offered"))
+                return
+            result = ArgumentWriter(eng).write(tool, request, window)
+            if result.arguments is None:
+                emit(ErrorEvent(stage="arguments",
+                                message=f"could not write valid arguments for {tool.name}: {result.schema_error}"))
+                return
+            args = result.arguments
+            confirmed = True
+            if needs_confirmation(deps.annotations(route.tool)) and not deps.auto_yes:
+                confirmed = bool(deps.confirm and deps.confirm(route.tool, args, deps.annotations(route.tool)))
+            emit(ToolCallEvent(name=tool.name, server=tool.server, arguments=args, confirmed=confirmed))
+            if not confirmed:
+                emit(ErrorEvent(stage="confirm", message=f"{tool.name} was not run: it can modify data and "
+                                "was not confirmed (pass --yes to allow such tools)"))
+                return
+            try:
+                out = deps.call_tool(route.tool, args)
+            except Exception as e:
+                emit(ErrorEvent(stage="tool", message=f"{tool.name} failed: {e}"))
+                return
+            short = surrogate(out.text)
+            emit(ToolResultEvent(name=tool.name, is_error=out.is_error, text=short, chars=len(out.text)))
+            turn.tool, turn.arguments, turn.tool_result = route.tool, args, short
+            data = out.text if len(out.text) <= MAX_TOOL_CHARS else out.text[:MAX_TOOL_CHARS] + " …(truncated)"
+            messages.append({"role": "user", "content": TOOL_DATA.format(
+                tool=tool.name, args=json.dumps(args, ensure_ascii=False), data=data, request=request)})
+        else:
+            messages.append({"role": "user", "content": request})
+        try:
+            prompt = eng.tokenize_chat(messages)
+            gen = eng.generate(prompt, seq=MAIN, max_tokens=384, repeat_penalty=1.1,
+                               on_token=lambda s: emit(TokenEvent(text=s)))
+        except Exception as e:
+            emit(ErrorEvent(stage="answer", message=f"answer generation failed: {e}"))
+            return
+        turn.answer = gen.text.strip()
+        convo.turns.append(turn)
+        emit(AnswerEvent(text=turn.answer))
+
+
+def format_arguments(args: Mapping[str, Any]) -> str:
+    return json.dumps(dict(args), ensure_ascii=False)

@@ -1,0 +1,58 @@
+"""``nexus-agent eval-args``: routing + argument generation on an eval set (no tool execution)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+_err = Console(stderr=True)
+
+
+def eval_args(
+    eval_file: Path = typer.Option(..., "--eval", help="eval JSONL (shared/eval format)"),  # noqa: B008
+    registry: Path = typer.Option(..., "--registry", help="registry folder or folder of MCP Tool JSON"),  # noqa: B008
+    profile: str | None = typer.Option(None, "--profile", help="profile name in profiles.json"),
+    json_out: Path | None = typer.Option(None, "--json", help="write the report here"),  # noqa: B008
+    model: str | None = typer.Option(None, "--model", help="short name or GGUF path"),
+    embedder: str = typer.Option("nomic", "--embedder"),
+    limit: int | None = typer.Option(None, "--limit", help="first N items only"),
+    n_ctx: int = typer.Option(8192, "--n-ctx"),
+) -> None:
+    """Route and write arguments for every item; check them BFCL-style."""
+    from nexus_agent.agent.api import DEFAULT_MODEL
+    from nexus_agent.agent.eval_args import load_items, run_eval, to_json
+    from nexus_agent.agent.routing_adapter import build_router
+    from nexus_agent.engine import Engine, EngineConfig
+    from nexus_agent.registry import RegistryError, load_registry
+
+    try:
+        items = load_items(eval_file)
+        reg = load_registry(registry)
+        tools = reg.profile(profile)
+    except (OSError, ValueError, RegistryError) as e:
+        _err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from e
+    if limit:
+        items = items[:limit]
+    engine = Engine(EngineConfig(model=model or DEFAULT_MODEL, n_ctx=n_ctx))
+    try:
+        router = build_router(tools, engine, embedder)
+        summary, results = run_eval(items, reg, tools, router, engine)
+    finally:
+        engine.close()
+    summary["model"] = model or DEFAULT_MODEL
+    lo, hi = summary["end_to_end_accuracy_ci95"]
+    print(f"eval-args n={summary['n']} routing={summary['routing_accuracy']:.3f} "
+          f"args|routed={summary['arg_accuracy_on_routed']:.3f} e2e={summary['end_to_end_accuracy']:.3f} "
+          f"[{lo:.3f}, {hi:.3f}] json_valid={summary['json_valid_rate']:.3f} "
+          f"p50={summary['latency_ms_p50']:.0f} ms")
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(to_json(summary, results), indent=1, ensure_ascii=False))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("eval-args")(eval_args)

@@ -1,0 +1,185 @@
+"""``Engine``: the one llama.cpp context an agent runs on, behind one coarse re-entrant lock per turn.
+
+Sequences of the single context (``kv_unified`` so they can share cells):
+
+* ``MAIN`` (0): the conversation; arguments and answers are generated here.
+* ``SIDECAR`` (1): a temporary sequence that starts at position 0 each turn (pruned window, routing
+  validation); freed after the turn.
+* ``SCRATCH`` (2): short-lived scoring (rerankers, TTFT arms).
+
+Each sequence remembers the tokens it holds, so a new prompt only decodes what differs from the cached
+prefix (exact-token longest common prefix). Serialising a whole turn under one lock, rather than each
+decode call, is what keeps outputs bit-identical under concurrency (Nexus paper §6.3).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from nexus_agent.llm import ContextConfig, LlamaContext, LlamaModel, Sampler
+
+MAIN, SIDECAR, SCRATCH = 0, 1, 2
+N_SEQ = 4
+
+TokenCallback = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """``model``: short name or GGUF path. ``n_ctx``: context size in tokens (all sequences share it)."""
+
+    model: str = "qwen1.5b"
+    n_ctx: int = 8192
+    n_batch: int = 512
+    n_threads: int = 2
+    flash_attn: bool = False
+
+
+@dataclass
+class Generation:
+    """One generation. Times are milliseconds from the call; ``ttft_ms`` is to the first sampled token."""
+
+    tokens: list[int]
+    text: str
+    n_prompt: int
+    n_reused: int
+    ttft_ms: float
+    total_ms: float
+    stopped: str  # "eog" | "max_tokens" | "stop" | "grammar"
+
+
+@dataclass
+class _SeqCache:
+    tokens: list[int] = field(default_factory=list)
+
+
+class Engine:
+    """Owns a ``LlamaModel`` and one ``LlamaContext``; every public method takes the turn lock."""
+
+    def __init__(self, cfg: EngineConfig | None = None) -> None:
+        self.cfg = cfg = cfg or EngineConfig()
+        self.model = LlamaModel(cfg.model)
+        self.ctx = LlamaContext(
+            self.model,
+            ContextConfig(n_ctx=cfg.n_ctx, n_batch=cfg.n_batch, n_ubatch=cfg.n_batch, n_seq_max=N_SEQ,
+                          kv_unified=True, flash_attn=cfg.flash_attn, n_threads=cfg.n_threads),
+        )
+        self._lock = threading.RLock()
+        self._seqs = [_SeqCache() for _ in range(N_SEQ)]
+
+    def close(self) -> None:
+        with self._lock:
+            self.ctx.close()
+            self.model.close()
+
+    @contextmanager
+    def turn(self) -> Iterator[Engine]:
+        """Hold the coarse lock for a whole turn (routing + arguments + answer). Re-entrant."""
+        with self._lock:
+            yield self
+
+    # -- prompts
+    def tokenize_chat(self, messages: list[dict[str, str]], assistant_prefix: str = "") -> list[int]:
+        text = self.model.apply_chat_template(messages, add_generation_prompt=True) + assistant_prefix
+        return self.model.tokenize(text)
+
+    def cached_tokens(self, seq: int) -> list[int]:
+        return list(self._seqs[seq].tokens)
+
+    def free(self, seq: int) -> None:
+        """Drop everything sequence ``seq`` holds (the sidecar after a turn)."""
+        with self._lock:
+            self.ctx.seq_rm(seq)
+            self._seqs[seq].tokens = []
+
+    def prefill(self, tokens: list[int], seq: int = MAIN, n_logits: int = 1) -> int:
+        """Make ``seq`` hold exactly ``tokens``, decoding only what differs from its cached prefix.
+
+        Returns how many tokens were reused. At least the last token is always re-decoded so its logits
+        are fresh for sampling.
+        """
+        with self._lock:
+            cache = self._seqs[seq]
+            n = 0
+            limit = min(len(cache.tokens), len(tokens) - 1)
+            while n < limit and cache.tokens[n] == tokens[n]:
+                n += 1
+            if n < len(cache.tokens):
+                self.ctx.seq_rm(seq, n, -1)
+            cache.tokens = cache.tokens[:n]
+            try:
+                self.ctx.decode(tokens[n:], n, seq=seq, n_logits=n_logits)
+            except Exception:
+                # Leave the sequence consistent with what we believe it holds.
+                self.ctx.seq_rm(seq, n, -1)
+                raise
+            cache.tokens = list(tokens)
+            return n
+
+    def generate(
+        self,
+        prompt: list[int],
+        seq: int = MAIN,
+        grammar: str | None = None,
+        max_tokens: int = 256,
+        stop: tuple[str, ...] = (),
+        on_token: TokenCallback | None = None,
+        keep: bool = True,
+        repeat_penalty: float = 1.0,
+    ) -> Generation:
+        """Greedy generation after ``prompt`` in ``seq``, optionally under a GBNF ``grammar``.
+
+        ``keep=False`` rolls the sequence back to ``prompt`` afterwards (generated tokens are not kept).
+        """
+        with self._lock:
+            t0 = time.perf_counter()
+            if len(prompt) + max_tokens > self.ctx.n_ctx:
+                max_tokens = max(0, self.ctx.n_ctx - len(prompt))
+                if max_tokens == 0:
+                    raise ValueError(f"prompt of {len(prompt)} tokens fills the {self.ctx.n_ctx}-token context")
+            reused = self.prefill(prompt, seq)
+            out: list[int] = []
+            ttft = 0.0
+            stopped = "max_tokens"
+            text = ""
+            with Sampler(self.model, grammar=grammar, repeat_penalty=repeat_penalty) as sampler:
+                pos = len(prompt)
+                pending = b""
+                for i in range(max_tokens):
+                    tok = sampler.sample(self.ctx)
+                    if i == 0:
+                        ttft = (time.perf_counter() - t0) * 1000
+                    if self.model.is_eog(tok):
+                        stopped = "eog"
+                        break
+                    out.append(tok)
+                    piece = pending + self.model.token_bytes(tok, special=False)
+                    try:
+                        s = piece.decode("utf-8")
+                        pending = b""
+                    except UnicodeDecodeError:
+                        pending = piece  # a multi-byte character split across tokens
+                        s = ""
+                    text += s
+                    if s and on_token:
+                        on_token(s)
+                    if stop and any(x in text for x in stop):
+                        stopped = "stop"
+                        break
+                    self.ctx.decode([tok], pos, seq=seq)
+                    self._seqs[seq].tokens.append(tok)
+                    pos += 1
+            if not keep:
+                self.ctx.seq_rm(seq, len(prompt), -1)
+                self._seqs[seq].tokens = list(prompt)
+            return Generation(out, text, len(prompt), reused, ttft, (time.perf_counter() - t0) * 1000, stopped)
+
+    def next_logits(self, prompt: list[int], seq: int = SCRATCH) -> object:
+        """Logits (float32 [n_vocab]) after ``prompt`` in ``seq``, reusing its cached prefix."""
+        with self._lock:
+            self.prefill(prompt, seq)
+            return self.ctx.logits_ith(-1)

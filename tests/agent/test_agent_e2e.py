@@ -1,0 +1,75 @@
+"""The whole agent on a real model against the real offline GitHub sandbox server (a subprocess over stdio):
+the public sync API, routing, grammar-constrained arguments, confirmation, the tool call, and the answer."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nexus_agent.agent.api import AgentConfig, SyncNexusAgent
+
+pytestmark = pytest.mark.real_model
+
+
+@pytest.fixture(scope="module")
+def config_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("agent")
+    cfg = {"mcpServers": {"github": {"command": sys.executable,
+                                     "args": ["-m", "nexus_agent.sandbox.github", "--data-dir", str(d / "gh")]}}}
+    path = d / "mcp.json"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+@pytest.fixture(scope="module")
+def agent(config_file: Path) -> SyncNexusAgent:
+    confirmations: list[str] = []
+    a = SyncNexusAgent(AgentConfig(model="qwen0.5b", config_file=config_file, n_ctx=4096, embedder="minilm"),
+                       confirm=lambda name, args, ann: confirmations.append(name) is not None and False)
+    a.confirmations = confirmations  # type: ignore[attr-defined]
+    yield a
+    a.close()
+
+
+def test_lists_open_issues_through_the_sandbox(agent: SyncNexusAgent) -> None:
+    events = agent.run("list the open issues in the acme/api repository")
+    kinds = [e.type for e in events]
+    assert kinds[0] == "route", kinds
+    call = next(e for e in events if e.type == "tool_call")
+    assert call.name in ("list_issues", "search_issues"), call  # type: ignore[union-attr]
+    args = call.arguments  # type: ignore[union-attr]
+    assert args.get("owner") == "acme" and args.get("repo") == "api" or "acme/api" in json.dumps(args)
+    result = next(e for e in events if e.type == "tool_result")
+    assert result.is_error is False, result  # type: ignore[union-attr]
+    assert kinds[-1] == "answer"
+    assert len(agent.agent.conversation.turns) == 1
+    assert "token" in kinds  # the answer streamed
+
+
+def test_tool_that_writes_is_held_for_confirmation(agent: SyncNexusAgent) -> None:
+    before = len(agent.agent.conversation.turns)
+    events = agent.run("create an issue in acme/api titled 'Nexus test issue' with body 'created by a test'")
+    call = next((e for e in events if e.type == "tool_call"), None)
+    assert call is not None, [e.type for e in events]
+    assert call.confirmed is False  # type: ignore[union-attr]
+    assert agent.confirmations  # type: ignore[attr-defined]
+    assert events[-1].type == "error" and events[-1].stage == "confirm"  # type: ignore[union-attr]
+    assert len(agent.agent.conversation.turns) == before  # nothing recorded, nothing lost
+    # and nothing was created on the server
+    check = agent.run("search issues in acme/api for 'Nexus test issue'")
+    res = next((e for e in check if e.type == "tool_result"), None)
+    assert res is None or "Nexus test issue" not in res.text  # type: ignore[union-attr]
+
+
+def test_bad_config_names_file_key_and_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"mcpServers": {"github": {"command": 3}}}))
+    proc = subprocess.run([sys.executable, "-m", "nexus_agent.cli", "run", "--config", str(bad), "-p", "hi"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    err = " ".join(proc.stderr.split())
+    assert "bad.json" in err and "mcpServers.github.command" in err

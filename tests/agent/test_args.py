@@ -1,0 +1,80 @@
+"""Argument writing without a model: the argument view, grammars for every registry tool, validation,
+grounding, and the BFCL-style checker used by eval-args."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nexus_agent.agent.args import arg_view, drop_ungrounded, grammar_for, validate
+from nexus_agent.agent.eval_args import check_arguments, expected_names, values_match, wilson
+from nexus_agent.llm import LlamaModel, Sampler
+from nexus_agent.registry import Registry, load_registry
+
+
+@pytest.fixture(scope="module")
+def reg(registry_dir: Path) -> Registry:
+    return load_registry(registry_dir)
+
+
+def test_arg_view_puts_named_parameters_first_and_drops_unnamed_lists(reg: Registry) -> None:
+    tool = reg.find("get_file_contents", "github")
+    view = arg_view(tool, "show me README.md in astral-sh/uv at ref main")
+    keys = list(view.input_schema["properties"])
+    assert keys[:2] == ["owner", "repo"]  # required first
+    assert "fields" not in keys  # a list nothing in the request names
+    assert keys.index("ref") < keys.index("path") or "ref" in keys[:3]  # named parameter ranked up
+    named = arg_view(tool, "which fields does get_file_contents return")
+    assert "fields" in named.input_schema["properties"]
+    assert validate(tool, {"owner": "a", "repo": "b", "fields": ["name"]}) is None  # full schema still rules
+
+
+def test_every_registry_tool_gets_a_grammar_llama_cpp_accepts(reg: Registry, tiny_model: LlamaModel) -> None:
+    fallback = grammar_for(reg.find("get_me", "github"))  # "any object": get_me has no parameters
+    specific = 0
+    for tool in reg.tools.values():
+        g = grammar_for(tool)
+        with Sampler(tiny_model, grammar=g):
+            pass
+        specific += g != fallback
+    assert specific >= 0.9 * len(reg.tools)
+
+
+def test_validate_names_the_field(reg: Registry) -> None:
+    tool = reg.find("issue_read", "github")
+    err = validate(tool, {"method": "get", "owner": "a", "repo": "b", "issue_number": "seven"})
+    assert err is not None and err.startswith("issue_number")
+    assert "required" in (validate(tool, {"method": "get"}) or "")
+    assert validate(tool, []) == "arguments must be a JSON object, got list"
+
+
+def test_ungrounded_optional_values_are_dropped_required_kept(reg: Registry) -> None:
+    tool = reg.find("search_pull_requests", "github")
+    args = {"query": "is:pr review-requested:@me", "owner": "your_username", "page": 1, "order": "desc"}
+    kept = drop_ungrounded(tool, args, "which PRs am I requested to review? newest first, desc order")
+    assert kept == {"query": "is:pr review-requested:@me", "order": "desc"}
+    args2 = {"query": "x", "perPage": 50}
+    assert drop_ungrounded(tool, args2, "show 50 per page") == args2
+
+
+def test_checker_matches_bfcl_rules(reg: Registry) -> None:
+    tool = reg.find("issue_read", "github")
+    item = {"tool": "issue_read", "server": "github",
+            "arguments": {"owner": "acme-corp", "repo": "web", "issue_number": 301, "method": "get_comments"}}
+    good = {"owner": "Acme-Corp", "repo": "web", "issue_number": 301.0, "method": "get_comments"}
+    assert check_arguments(tool, good, item) == []
+    assert check_arguments(tool, {**good, "extra": 1}, item) == ["unknown parameter extra"]
+    assert "missing required issue_number" in check_arguments(tool, {k: v for k, v in good.items()
+                                                                     if k != "issue_number"}, item)
+    contains = {**item, "arguments": {}, "arg_contains": {"repo": ["we"]}}
+    assert check_arguments(tool, good, contains) == []
+    assert values_match({"a": "x"}, {"a": "X", "b": 2})
+    assert not values_match([1, 2], [2])
+    assert expected_names({"tool": "t", "server": "s", "alt_tools": ["u", "g/v"]}) == {"s__t", "s__u", "g__v"}
+
+
+def test_wilson_interval() -> None:
+    lo, hi = wilson(8, 10)
+    assert 0.49 < lo < 0.5 and 0.94 < hi < 0.95
+    assert wilson(0, 0) == (0.0, 0.0)

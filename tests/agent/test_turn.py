@@ -1,0 +1,113 @@
+"""The turn pipeline on the tiny model with a real retrieval router (MiniLM, no reranker): event order,
+confirmation, surrogates, and that every failure leaves the conversation as it was."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nexus_agent.agent.events import Event
+from nexus_agent.agent.history import Conversation, surrogate
+from nexus_agent.agent.routing_adapter import AgentRouter, build_router
+from nexus_agent.agent.turn import CallResult, TurnDeps, needs_confirmation, run_turn
+from nexus_agent.engine import Engine, EngineConfig
+from nexus_agent.registry import Registry, Tool, load_registry
+
+
+@pytest.fixture(scope="module")
+def reg(registry_dir: Path) -> Registry:
+    return load_registry(registry_dir)
+
+
+@pytest.fixture(scope="module")
+def tools(reg: Registry) -> dict[str, Tool]:
+    return {t.qualified_name: t for t in reg.profile("github_default")}
+
+
+@pytest.fixture(scope="module")
+def engine() -> Engine:
+    eng = Engine(EngineConfig(model="tiny", n_ctx=4096, n_threads=1))
+    yield eng
+    eng.close()
+
+
+@pytest.fixture(scope="module")
+def router(tools: dict[str, Tool]) -> AgentRouter:
+    return build_router(list(tools.values()), None, "minilm", reranker=None)
+
+
+def _deps(engine: Engine, router: AgentRouter, tools: dict[str, Tool], calls: list[Any], result: Any = None,
+          confirm: bool = False, yes: bool = False) -> TurnDeps:
+    def call_tool(name: str, args: dict[str, Any]) -> CallResult:
+        calls.append((name, args))
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    annotations = {"github__get_me": {"readOnlyHint": True}}
+    return TurnDeps(engine=engine, router=router, tools=lambda: tools, annotations=annotations.get,
+                    call_tool=call_tool, confirm=lambda *a: confirm, auto_yes=yes)
+
+
+def test_read_only_tool_runs_and_history_keeps_only_a_surrogate(engine: Engine, router: AgentRouter,
+                                                                 tools: dict[str, Tool]) -> None:
+    payload = json.dumps({"login": "octo-dev", "name": "Octo Dev", "bio": "x" * 5000})
+    calls: list[Any] = []
+    convo = Conversation()
+    events: list[Event] = []
+    run_turn(_deps(engine, router, tools, calls, CallResult(payload, False)), convo,
+             "show my GitHub user profile (get me)", events.append)
+    kinds = [e.type for e in events]
+    assert kinds[0] == "route" and kinds[-1] == "answer", kinds
+    route = events[0]
+    assert route.tool == "github__get_me", route  # type: ignore[union-attr]
+    assert calls == [("github__get_me", {})]
+    result = next(e for e in events if e.type == "tool_result")
+    assert result.chars == len(payload) and len(result.text) < 600  # type: ignore[union-attr]
+    assert len(convo.turns) == 1
+    assert convo.turns[0].tool_result == surrogate(payload)
+    assert "octo-dev" in convo.turns[0].tool_result
+    assert "x" * 1000 not in json.dumps(convo.window())
+
+
+def test_tool_that_may_write_is_not_run_without_confirmation(engine: Engine, router: AgentRouter,
+                                                             tools: dict[str, Tool]) -> None:
+    calls: list[Any] = []
+    convo = Conversation()
+    events: list[Event] = []
+    annotations = {"readOnlyHint": False}
+    assert needs_confirmation(annotations) and needs_confirmation(None)
+    assert not needs_confirmation({"readOnlyHint": True})
+    assert needs_confirmation({"readOnlyHint": True, "destructiveHint": True})
+    run_turn(_deps(engine, router, tools, calls, CallResult("{}", False)), convo,
+             "delete the file docs/old.md from acme/api on branch main", events.append)
+    route = events[0]
+    assert route.type == "route" and route.tool is not None
+    if any(e.type == "tool_call" for e in events):  # arguments were valid: the call must be held back
+        call = next(e for e in events if e.type == "tool_call")
+        assert call.confirmed is False  # type: ignore[union-attr]
+        assert events[-1].type == "error" and events[-1].stage == "confirm"  # type: ignore[union-attr]
+    assert calls == []
+    assert convo.turns == []
+
+
+def test_crashed_tool_gives_an_error_and_keeps_the_conversation(engine: Engine, router: AgentRouter,
+                                                                tools: dict[str, Tool]) -> None:
+    calls: list[Any] = []
+    convo = Conversation()
+    events: list[Event] = []
+    run_turn(_deps(engine, router, tools, calls, RuntimeError("server 'github' crashed again after a restart")),
+             convo, "show my GitHub user profile (get me)", events.append)
+    assert events[-1].type == "error"
+    assert events[-1].stage == "tool" and "crashed" in events[-1].message  # type: ignore[union-attr]
+    assert convo.turns == []
+
+
+def test_surrogate_keeps_identifying_fields() -> None:
+    items = [{"number": i, "title": f"Bug {i}", "state": "open", "body": "y" * 300} for i in range(20)]
+    s = surrogate(json.dumps(items))
+    assert s.startswith("20 items") and '"number": 0' in s and "y" * 100 not in s
+    assert surrogate("short") == "short"
