@@ -42,7 +42,7 @@ def test_lists_open_issues_through_the_sandbox(agent: SyncNexusAgent) -> None:
     call = next(e for e in events if e.type == "tool_call")
     assert call.name in ("list_issues", "search_issues"), call  # type: ignore[union-attr]
     args = call.arguments  # type: ignore[union-attr]
-    assert args.get("owner") == "acme" and args.get("repo") == "api" or "acme/api" in json.dumps(args)
+    assert (args.get("owner") == "acme" and args.get("repo") == "api") or "acme/api" in json.dumps(args)
     result = next(e for e in events if e.type == "tool_result")
     assert result.is_error is False, result  # type: ignore[union-attr]
     assert kinds[-1] == "answer"
