@@ -38,7 +38,8 @@ def surrogate(text: str, limit: int = SURROGATE_CHARS) -> str:
     except (json.JSONDecodeError, ValueError):
         data = None
     if isinstance(data, dict):
-        items = data.get("items") if isinstance(data.get("items"), list) else None
+        # Listing tools wrap their list ({"issues": [...], "totalCount": 3}): summarise the list itself.
+        items = next((v for v in data.values() if isinstance(v, list) and v and isinstance(v[0], dict)), None)
         if items is not None:
             data = items
         else:

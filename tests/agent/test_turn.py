@@ -111,3 +111,16 @@ def test_surrogate_keeps_identifying_fields() -> None:
     s = surrogate(json.dumps(items))
     assert s.startswith("20 items") and '"number": 0' in s and "y" * 100 not in s
     assert surrogate("short") == "short"
+
+
+def test_list_changed_diff_updates_routing_incrementally(tools: dict[str, Tool]) -> None:
+    router = build_router(list(tools.values()), None, "minilm", reranker=None)
+    forecast = Tool(server="weather", name="get_forecast", description="Get the weather forecast for a city",
+                    input_schema={"type": "object", "properties": {"city": {"type": "string"}},
+                                  "required": ["city"]})
+    query = "what's the weather forecast for Lisbon tomorrow?"
+    assert router.route_turn(query, []).tool != "weather__get_forecast"
+    router.apply_diff([forecast], [])
+    assert router.route_turn(query, []).tool == "weather__get_forecast"
+    router.apply_diff([], ["weather__get_forecast"])
+    assert router.route_turn(query, []).tool != "weather__get_forecast"

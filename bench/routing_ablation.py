@@ -1,0 +1,144 @@
+"""Ablation of the retrieval stage (and, optionally, the escalation decision) on the dev sets.
+
+Each row switches one idea on top of the previous: document style, synthetic queries, BM25 fusion, pool
+size. Measures SLB top-1/top-3 (dense only), fused top-1 and candidate recall at the pool size; with
+``--reranker`` it also runs the gated pipeline for the final configuration. Writes
+``bench/results/routing_ablation.{json,md}``.
+
+    python bench/routing_ablation.py [--embedders minilm,nomic] [--reranker llm-choice] [--limit 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from nexus_agent.evaluation.routing import evaluate, load_eval
+from nexus_agent.registry import load_registry
+from nexus_agent.routing.embedders import create_embedder
+from nexus_agent.routing.rerank import create_reranker
+from nexus_agent.routing.router import Router, RouterConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+SETS = {"github_dev": ("github_dev.jsonl", "github_all"), "mixed_dev": ("mixed_dev.jsonl", "desktop_all")}
+NO_TOOL = ROOT / "tests" / "routing" / "data" / "no_tool_queries.jsonl"
+
+STEPS: list[tuple[str, dict[str, Any]]] = [
+    (
+        "basic doc (name: description), dense only",
+        {"doc_style": "basic", "synthetic": False, "hybrid": False, "expand": False},
+    ),
+    ("+ rich doc (params, enums)", {"doc_style": "rich", "synthetic": False, "hybrid": False, "expand": False}),
+    ("+ BM25 fusion", {"doc_style": "rich", "synthetic": False, "hybrid": True, "expand": False}),
+    ("+ synthetic queries (dense rows)", {"doc_style": "rich", "synthetic": True, "hybrid": True, "expand": False}),
+    ("synthetic, no BM25", {"doc_style": "rich", "synthetic": True, "hybrid": False, "expand": False}),
+    ("+ abbreviation expansion (final)", {"doc_style": "rich", "synthetic": True, "hybrid": True, "expand": True}),
+    ("final, BM25 normalised by idf sum", {"synthetic": True, "hybrid": True, "expand": True, "bm25_norm": "idf"}),
+]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--embedders", default="minilm,nomic")
+    ap.add_argument("--sets", default=",".join(SETS))
+    ap.add_argument("--reranker", default="none")
+    ap.add_argument("--llm", default="qwen1.5b")
+    ap.add_argument("--every", type=int, default=4, help="reranker run: every k-th item (+ every 2k-th no-tool item)")
+    ap.add_argument("--reranker-only", action="store_true", help="skip the retrieval steps")
+    ap.add_argument("--modes", default="gated,always", help="reranker run: gated and/or always (escalate)")
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    reg = load_registry(SHARED / "mcp-registry")
+    rows: list[dict[str, Any]] = []
+    for emb_name in args.embedders.split(","):
+        emb = create_embedder(emb_name)
+        for set_name in args.sets.split(","):
+            fname, prof = SETS[set_name]
+            tools = reg.profile(prof)
+            items = load_eval(SHARED / "eval" / fname, reg)
+            keys = [t.qualified_name for t in tools]
+            for label, kw in [] if args.reranker_only else STEPS:
+                router = Router(tools, emb, replace(RouterConfig(), gate=False, **kw))
+                router.calibrate()
+                s, res = evaluate(router, items, keys)
+                # recall at several pool sizes from the same ranking
+                rec = {}
+                for p in (5, 10, 15, 20):
+                    rec[p] = sum(
+                        any(c.key in r.item.gold for c in router.retrieve(r.item.query)[:p]) for r in res
+                    ) / len(res)
+                row = {
+                    "embedder": emb_name,
+                    "set": set_name,
+                    "step": label,
+                    "top1_fused": s["accuracy"],
+                    "slb_top1": s["slb_top1"],
+                    "slb_top3": s["slb_top3"],
+                    **{f"recall@{p}": v for p, v in rec.items()},
+                }
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+            if args.reranker != "none":
+                rr = create_reranker(args.reranker, model=args.llm, n_threads=args.threads)
+                nt = load_eval(NO_TOOL, reg)
+                sub = items[:: args.every] + nt[:: 2 * args.every]
+                modes = {
+                    "gated": ("gated (tau, 20th pct)", RouterConfig()),
+                    "always": ("always escalate", replace(RouterConfig(), always_escalate=True)),
+                }
+                for label, cfg in [modes[m] for m in args.modes.split(",")]:
+                    router = Router(tools, emb, cfg, rr)
+                    cal = router.calibrate()
+                    s, _ = evaluate(router, sub, keys)
+                    row = {
+                        "embedder": emb_name,
+                        "set": set_name,
+                        "step": f"{args.llm} {args.reranker}: {label} (every {args.every})",
+                        "tau": cal["tau"],
+                        **s,
+                    }
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+    name = f"routing_ablation_llm_{args.llm}_{args.reranker}" if args.reranker_only else "routing_ablation"
+    out = ROOT / "bench" / "results" / name
+    out.with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
+    lines = [
+        "# Routing ablation (retrieval stage; eval sets used for measurement only)",
+        "",
+        "| embedder | set | step | fused top-1 | SLB top-1 | SLB top-3 | R@5 | R@10 | R@15 | R@20 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if "recall@15" in r:
+            lines.append(
+                f"| {r['embedder']} | {r['set']} | {r['step']} | {r['top1_fused']:.3f} | {r['slb_top1']:.3f} | "
+                f"{r['slb_top3']:.3f} | {r['recall@5']:.3f} | {r['recall@10']:.3f} | {r['recall@15']:.3f} | "
+                f"{r['recall@20']:.3f} |"
+            )
+    llm_rows = [r for r in rows if "accuracy" in r]
+    if llm_rows:
+        lines += [
+            "",
+            "| embedder | set | pipeline | n | accuracy [95% CI] | escalation | acc. escalated | "
+            "escalated if top-1 | no-tool FP | p50 ms | p50 auto ms |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in llm_rows:
+            lo, hi = r["accuracy_ci95"]
+            lines.append(
+                f"| {r['embedder']} | {r['set']} | {r['step']} | {r['n']} | {r['accuracy']:.3f} [{lo:.3f}, "
+                f"{hi:.3f}] | {r['escalation_rate']:.2f} | {r.get('accuracy_escalated', float('nan')):.3f} | "
+                f"{r.get('accuracy_escalated_if_top1', float('nan')):.3f} | "
+                f"{r.get('no_tool_false_positive_rate', float('nan')):.3f} | {r['latency_ms_p50']:.0f} | "
+                f"{r['latency_ms_p50_auto']:.0f} |"
+            )
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""``nexus-agent route`` and ``nexus-agent eval-routing``: the routing pipeline from the command line."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from nexus_agent.registry import Registry, Tool
+    from nexus_agent.routing.router import Router
+
+DEFAULT_EMBEDDER = "minilm"  # chosen by measurement, see bench/results/routing_ablation.md
+# qwen1.5b: the 0.5B model made escalated decisions *worse* than retrieval top-1 (0.38 vs 0.50, n=34), 1.5B better
+# (0.65 vs 0.47, n=17); see bench/results/routing_ablation.md
+DEFAULT_LLM = "qwen1.5b"
+
+RegistryOpt = Annotated[Path, typer.Option("--registry", help="registry folder (<server>/<tool>.json) or tool folder")]
+ProfileOpt = Annotated[str | None, typer.Option("--profile", help="profile name from profiles.json (default: all)")]
+EmbedderOpt = Annotated[str, typer.Option("--embedder", help="embedder backend: minilm, nomic, st")]
+EmbedderModelOpt = Annotated[str | None, typer.Option("--embedder-model", help="model name or path")]
+RerankerOpt = Annotated[str, typer.Option("--reranker", help="llm-choice, llm-pointwise, cross-encoder or none")]
+RerankerModelOpt = Annotated[str | None, typer.Option("--reranker-model", help="LLM name/path or cross-encoder path")]
+PoolOpt = Annotated[int, typer.Option("--pool", help="candidates handed to the reranker")]
+GateOpt = Annotated[bool, typer.Option("--gate/--no-gate", help="--no-gate: retrieval top-1 is always final")]
+SynthOpt = Annotated[bool, typer.Option("--synthetic/--no-synthetic", help="index synthetic example queries")]
+HybridOpt = Annotated[bool, typer.Option("--hybrid/--no-hybrid", help="fuse BM25 with dense retrieval")]
+ThreadsOpt = Annotated[int, typer.Option("--threads", help="CPU threads for the models")]
+
+
+def build_router(
+    registry: Path,
+    profile: str | None,
+    embedder: str,
+    embedder_model: str | None,
+    reranker: str,
+    reranker_model: str | None,
+    pool: int,
+    gate: bool,
+    synthetic: bool,
+    hybrid: bool,
+    threads: int = 2,
+) -> tuple[Registry, list[Tool], Router]:
+    """Router over the profile's tools, with the chosen backends (shared by both commands and bench/)."""
+    from nexus_agent.registry import load_registry
+    from nexus_agent.routing.embedders import create_embedder
+    from nexus_agent.routing.rerank import create_reranker
+    from nexus_agent.routing.router import Router, RouterConfig
+
+    reg = load_registry(registry)
+    tools = reg.profile(profile)
+    # embedders run single-threaded (short inputs); --threads is for the LLM reranker
+    emb = create_embedder(embedder, embedder_model)
+    rr = None
+    if reranker != "none":
+        kwargs: dict[str, object] = (
+            {"model": reranker_model}
+            if reranker == "cross-encoder"
+            else {"model": reranker_model or DEFAULT_LLM, "n_threads": threads}
+        )
+        rr = create_reranker(reranker, **kwargs)
+    cfg = replace(RouterConfig(), pool=pool, gate=gate, synthetic=synthetic, hybrid=hybrid)
+    return reg, tools, Router(tools, emb, cfg, rr)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("route")
+    def route(
+        query: Annotated[str, typer.Argument(help="the user request")],
+        registry: RegistryOpt,
+        profile: ProfileOpt = None,
+        embedder: EmbedderOpt = DEFAULT_EMBEDDER,
+        embedder_model: EmbedderModelOpt = None,
+        reranker: RerankerOpt = "llm-choice",
+        reranker_model: RerankerModelOpt = None,
+        pool: PoolOpt = 20,
+        gate: GateOpt = True,
+        synthetic: SynthOpt = True,
+        hybrid: HybridOpt = True,
+        top: Annotated[int, typer.Option("--top", help="candidates to print")] = 10,
+        as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
+        threads: ThreadsOpt = 2,
+    ) -> None:
+        """Rank the tools for QUERY and show the gate's decision (auto, escalated or no-tool)."""
+        _, _, router = build_router(
+            registry,
+            profile,
+            embedder,
+            embedder_model,
+            reranker,
+            reranker_model,
+            pool,
+            gate,
+            synthetic,
+            hybrid,
+            threads,
+        )
+        calib = router.calibrate()
+        res = router.route(query)
+        if as_json:
+            out = res.to_json()
+            out["candidates"] = out["candidates"][:top]
+            out["tau"] = calib["tau"]
+            typer.echo(json.dumps(out, indent=2))
+            return
+        for i, c in enumerate(res.candidates[:top]):
+            mark = "*" if c.key == res.tool else " "
+            typer.echo(f"{mark}{i + 1:>2}. {c.key:<55} score={c.score:.4f} dense={c.dense:.4f} bm25={c.lexical:.3f}")
+        typer.echo(
+            f"decision: {res.decision}  tool: {res.tool or '-'}  margin={res.margin:.4f} "
+            f"tau={calib['tau']:.4f}  latency={res.latency_ms:.1f}ms"
+        )
+
+    @app.command("eval-routing")
+    def eval_routing(
+        eval_file: Annotated[Path, typer.Option("--eval", help="JSONL eval file (../shared/eval format)")],
+        registry: RegistryOpt,
+        json_out: Annotated[Path, typer.Option("--json", help="write the summary JSON here")],
+        profile: ProfileOpt = None,
+        n_tools: Annotated[int | None, typer.Option("--n-tools", help="tools per item (distractors sampled)")] = None,
+        seed: Annotated[int, typer.Option("--seed")] = 0,
+        embedder: EmbedderOpt = DEFAULT_EMBEDDER,
+        embedder_model: EmbedderModelOpt = None,
+        reranker: RerankerOpt = "llm-choice",
+        reranker_model: RerankerModelOpt = None,
+        pool: PoolOpt = 20,
+        gate: GateOpt = True,
+        synthetic: SynthOpt = True,
+        hybrid: HybridOpt = True,
+        limit: Annotated[int | None, typer.Option("--limit", help="only the first N lines")] = None,
+        threads: ThreadsOpt = 2,
+    ) -> None:
+        """Evaluate routing on an eval set; prints a one-line summary and writes the JSON summary."""
+        from nexus_agent.evaluation.routing import evaluate, load_eval, summary_line, write_json
+
+        reg, tools, router = build_router(
+            registry,
+            profile,
+            embedder,
+            embedder_model,
+            reranker,
+            reranker_model,
+            pool,
+            gate,
+            synthetic,
+            hybrid,
+            threads,
+        )
+        items = load_eval(eval_file, reg)[:limit]
+        calib = router.calibrate()
+        summary, _ = evaluate(router, items, [t.qualified_name for t in tools], n_tools, seed)
+        summary.update(
+            {
+                "tau": calib["tau"],
+                "n_tools": n_tools or len(tools),
+                "embedder": embedder,
+                "reranker": reranker,
+                "profile": profile,
+                "seed": seed,
+            }
+        )
+        write_json(json_out, summary)
+        typer.echo(summary_line(summary))

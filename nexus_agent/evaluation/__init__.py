@@ -1,0 +1,1 @@
+"""Evaluation helpers: statistics and the routing evaluation runner."""

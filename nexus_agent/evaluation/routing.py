@@ -1,0 +1,150 @@
+"""Routing evaluation over ``../shared/eval/*.jsonl``-format files.
+
+Each line: ``query``, ``tool`` (bare name, or null for a request that needs no tool), ``server``, optional
+``alt_tools`` (bare names or ``server/tool``) and ``history``. With ``n_tools`` the router sees, per item, a
+seeded random subset of the profile that always contains the expected tool and its alternatives.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from nexus_agent.evaluation.stats import percentile, wilson_ci
+from nexus_agent.registry import Registry
+from nexus_agent.routing.router import Router, RouteResult
+
+
+class EvalLine(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: str = ""
+    query: str
+    tool: str | None = None
+    server: str | None = None
+    alt_tools: list[str] | None = None
+    history: list[dict[str, Any]] | None = None
+
+
+@dataclass
+class EvalItem:
+    id: str
+    query: str
+    gold: set[str]  # acceptable qualified names; empty → no tool expected
+    history: list[dict[str, str]] = field(default_factory=list)
+
+
+def load_eval(path: Path, registry: Registry) -> list[EvalItem]:
+    items = []
+    for i, raw in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        if not raw.strip():
+            continue
+        line = EvalLine.model_validate_json(raw)
+        gold: set[str] = set()
+        if line.tool is not None:
+            gold.add(registry.find(line.tool, line.server).qualified_name)
+            for alt in line.alt_tools or []:
+                gold.add(registry.find(alt, line.server).qualified_name)
+        hist = [{"role": str(h.get("role", "user")), "content": str(h.get("content", ""))} for h in line.history or []]
+        items.append(EvalItem(line.id or f"line{i + 1}", line.query, gold, hist))
+    return items
+
+
+def sample_allowed(profile: Sequence[str], item: EvalItem, n_tools: int | None, rng: random.Random) -> set[str] | None:
+    """The tool subset of size ``n_tools`` (expected + alternatives + random distractors); None = whole profile."""
+    if n_tools is None or n_tools >= len(profile):
+        return None
+    keep = [k for k in profile if k in item.gold]
+    others = [k for k in profile if k not in item.gold]
+    return set(keep) | set(rng.sample(others, max(0, min(len(others), n_tools - len(keep)))))
+
+
+@dataclass
+class ItemResult:
+    item: EvalItem
+    result: RouteResult
+    dense_rank: int | None  # 0-based rank of the best gold tool by dense score alone; None if absent/no gold
+
+    @property
+    def correct(self) -> bool:
+        if not self.item.gold:
+            return self.result.tool is None
+        return self.result.tool in self.item.gold
+
+
+def evaluate(
+    router: Router, items: Sequence[EvalItem], profile: Sequence[str], n_tools: int | None = None, seed: int = 0
+) -> tuple[dict[str, Any], list[ItemResult]]:
+    """Route every item; returns (summary with the acceptance keys, per-item results)."""
+    rng = random.Random(seed)
+    results = []
+    for it in items:
+        allowed = sample_allowed(profile, it, n_tools, rng)
+        if allowed is None:
+            allowed = set(profile)
+        res = router.route(it.query, it.history, allowed=allowed)
+        # SLB recall is measured on the dense ranking alone (the pool's fused order is what the reranker sees).
+        dense_order = [c.key for c in sorted(router.retrieve(it.query, allowed), key=lambda c: -c.dense)]
+        rank = next((i for i, k in enumerate(dense_order) if k in it.gold), None) if it.gold else None
+        results.append(ItemResult(it, res, rank))
+    return summarize(results, router.cfg.pool), results
+
+
+def summarize(results: Sequence[ItemResult], pool: int) -> dict[str, Any]:
+    n = len(results)
+    ok = sum(r.correct for r in results)
+    tool_items = [r for r in results if r.item.gold]
+    none_items = [r for r in results if not r.item.gold]
+    lat = [r.result.latency_ms for r in results]
+    lat_auto = [r.result.latency_ms for r in results if not r.result.escalated]
+    nt = max(1, len(tool_items))
+    out: dict[str, Any] = {
+        "n": n,
+        "accuracy": ok / n if n else float("nan"),
+        "accuracy_ci95": list(wilson_ci(ok, n)),
+        "slb_top1": sum(r.dense_rank is not None and r.dense_rank < 1 for r in tool_items) / nt,
+        "slb_top3": sum(r.dense_rank is not None and r.dense_rank < 3 for r in tool_items) / nt,
+        "candidate_recall": sum(any(c.key in r.item.gold for c in r.result.candidates) for r in tool_items) / nt,
+        "escalation_rate": sum(r.result.escalated for r in results) / n if n else float("nan"),
+        "latency_ms_p50": percentile(lat, 50),
+        "latency_ms_p95": percentile(lat, 95),
+        "latency_ms_p50_auto": percentile(lat_auto, 50),
+        "pool": pool,
+    }
+    if none_items:
+        out["no_tool_false_positive_rate"] = sum(r.result.tool is not None for r in none_items) / len(none_items)
+        out["n_no_tool"] = len(none_items)
+    if tool_items:
+        out["tool_accuracy"] = sum(r.correct for r in tool_items) / len(tool_items)
+        esc = [r for r in tool_items if r.result.escalated]
+        out["accuracy_escalated"] = sum(r.correct for r in esc) / len(esc) if esc else float("nan")
+        # what the escalated items would have scored with retrieval top-1 alone (does escalation help?)
+        out["accuracy_escalated_if_top1"] = (
+            sum(r.result.candidates[0].key in r.item.gold for r in esc if r.result.candidates) / len(esc)
+            if esc
+            else float("nan")
+        )
+    return out
+
+
+def summary_line(s: dict[str, Any]) -> str:
+    lo, hi = s["accuracy_ci95"]
+    line = (
+        f"n={s['n']} accuracy={s['accuracy']:.3f} [{lo:.3f}, {hi:.3f}] slb_top1={s['slb_top1']:.3f} "
+        f"slb_top3={s['slb_top3']:.3f} recall@{s['pool']}={s['candidate_recall']:.3f} "
+        f"escalation={s['escalation_rate']:.3f} p50={s['latency_ms_p50']:.1f}ms p95={s['latency_ms_p95']:.1f}ms"
+    )
+    if "no_tool_false_positive_rate" in s:
+        line += f" no_tool_fp={s['no_tool_false_positive_rate']:.3f}"
+    return line
+
+
+def write_json(path: Path, summary: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,79 @@
+"""The embedder interface and its single registry.
+
+An embedder maps texts to L2-normalised float32 vectors, shape ``[n, dim]``. Documents (tools) and queries
+go through separate methods because some models (nomic) are asymmetric and need a different prefix for each.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]
+
+
+class Embedder(ABC):
+    """Base class; subclasses register themselves with :func:`register_embedder`."""
+
+    name: str = ""
+    dim: int = 0
+
+    @abstractmethod
+    def _embed(self, texts: Sequence[str]) -> Vectors:
+        """Raw embeddings, shape ``[len(texts), dim]`` (normalised by the caller)."""
+
+    def document_prefix(self) -> str:
+        return ""
+
+    def query_prefix(self) -> str:
+        return ""
+
+    def fingerprint(self) -> str:
+        """Identifies model + prefixes; part of the SLB cache key so a model change re-embeds the registry."""
+        return f"{self.name}:{self.dim}:{self.document_prefix()}|{self.query_prefix()}"
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        return self._normalised([self.document_prefix() + t for t in texts])
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return self._normalised([self.query_prefix() + t for t in texts])
+
+    def _normalised(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        v = np.asarray(self._embed(texts), dtype=np.float32)
+        norms = np.linalg.norm(v, axis=1, keepdims=True)
+        return (v / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+E = TypeVar("E", bound=type[Embedder])
+EMBEDDERS: dict[str, Callable[..., Embedder]] = {}
+
+
+def register_embedder(name: str) -> Callable[[E], E]:
+    """Class decorator: make the backend available under ``name`` to the CLI, bench and tests."""
+
+    def deco(cls: E) -> E:
+        cls.name = name
+        EMBEDDERS[name] = cls
+        return cls
+
+    return deco
+
+
+def create_embedder(name: str, model: str | None = None, **kwargs: object) -> Embedder:
+    """Instantiate a registered backend; ``model`` is a short model name or path (backend default if None)."""
+    _load_backends()
+    if name not in EMBEDDERS:
+        raise KeyError(f"unknown embedder {name!r} (known: {', '.join(sorted(EMBEDDERS))})")
+    return EMBEDDERS[name](model=model, **kwargs)
+
+
+def _load_backends() -> None:
+    # Importing the backend modules runs their @register_embedder decorators; none imports heavy libs at
+    # module level, so this is cheap.
+    from nexus_agent.routing.embedders import minilm, nomic, st  # noqa: F401

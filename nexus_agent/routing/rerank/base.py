@@ -1,0 +1,62 @@
+"""Reranker interface and registry.
+
+A reranker sees the query (plus recent history) and a candidate pool, and returns one score per candidate
+(higher = better). A reranker may also say that no candidate fits (``none_score``): the router turns that into
+the ``no-tool`` decision.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from nexus_agent.registry import Tool
+
+
+@dataclass(frozen=True)
+class RerankResult:
+    """``scores[i]`` belongs to ``candidates[i]``; ``choice`` is the picked tool's qualified name or None."""
+
+    scores: list[float]
+    choice: str | None
+    n_prompt_tokens: int = 0
+
+
+class Reranker(ABC):
+    name: str = ""
+
+    @abstractmethod
+    def rerank(self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()) -> RerankResult:
+        """Score ``candidates`` for ``query``."""
+
+
+R = TypeVar("R", bound=type[Reranker])
+RERANKERS: dict[str, Callable[..., Reranker]] = {}
+
+
+def register_reranker(name: str) -> Callable[[R], R]:
+    def deco(cls: R) -> R:
+        cls.name = name
+        RERANKERS[name] = cls
+        return cls
+
+    return deco
+
+
+def create_reranker(name: str, **kwargs: object) -> Reranker:
+    from nexus_agent.routing.rerank import cross_encoder, llm_choice, llm_pointwise  # noqa: F401
+
+    if name not in RERANKERS:
+        raise KeyError(f"unknown reranker {name!r} (known: {', '.join(sorted(RERANKERS))})")
+    return RERANKERS[name](**kwargs)
+
+
+def history_text(history: Sequence[dict[str, str]], max_turns: int = 2, max_chars: int = 300) -> str:
+    """The last ``max_turns`` turns, each cut to ``max_chars``: enough for coreference ("open a PR there")."""
+    lines = []
+    for turn in list(history)[-max_turns:]:
+        content = " ".join(str(turn.get("content", "")).split())[:max_chars]
+        lines.append(f"{turn.get('role', 'user')}: {content}")
+    return "\n".join(lines)

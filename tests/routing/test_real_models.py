@@ -1,0 +1,82 @@
+"""Real-model tests: each embedder backend on its real model, and the name FSM on real tokenizers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nexus_agent.registry import load_registry
+from nexus_agent.routing.docs import tool_document
+from nexus_agent.routing.embedders import create_embedder
+
+pytestmark = pytest.mark.real_model
+
+# Written for these tests (not from the eval sets): plain requests whose tool is unambiguous.
+EASY = [
+    ("show me the contents of the text file notes/todo.txt", "filesystem__read_text_file"),
+    ("post 'deploy done' in the #ops slack channel", "slack__slack_post_message"),
+    ("what time is it in Tokyo right now?", "time__get_current_time"),
+    ("fork the repository octo/widgets to my account", "github__fork_repository"),
+    ("take a screenshot of the current browser page", "playwright__browser_take_screenshot"),
+]
+
+
+@pytest.fixture(scope="module")
+def tools(registry_dir: Path) -> list:  # type: ignore[type-arg]
+    # every 3rd tool of the 317-tool profile plus the expected ones: ~110 real distractors keeps the nomic
+    # run short on 2 cores while still ranking against many servers
+    allt = load_registry(registry_dir).profile("desktop_all_plus_github")
+    want = {w for _, w in EASY}
+    return [t for i, t in enumerate(allt) if i % 3 == 0 or t.qualified_name in want]
+
+
+@pytest.mark.parametrize("backend", ["minilm", "nomic"])
+def test_embedder_ranks_easy_queries(backend: str, tools: list) -> None:  # type: ignore[type-arg]
+    emb = create_embedder(backend)
+    docs = emb.embed_documents([tool_document(t) for t in tools])
+    assert docs.shape == (len(tools), emb.dim)
+    np.testing.assert_allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-4)
+    keys = [t.qualified_name for t in tools]
+    q = emb.embed_queries([e[0] for e in EASY])
+    for (query, want), s in zip(EASY, q @ docs.T, strict=True):
+        top3 = [keys[i] for i in np.argsort(-s)[:3]]
+        assert want in top3, f"{backend}: {query!r} → {top3}"
+
+
+def test_nomic_uses_asymmetric_prefixes() -> None:
+    emb = create_embedder("nomic")
+    assert emb.document_prefix() == "search_document: " and emb.query_prefix() == "search_query: "
+    text = "list open pull requests"
+    # the same text embedded as document and as query differs because of the prefixes
+    assert float(emb.embed_documents([text])[0] @ emb.embed_queries([text])[0]) < 0.999
+
+
+@pytest.mark.parametrize("model", ["qwen0.5b", "tiny"])
+def test_name_fsm_on_real_tokenizer(model: str, tools: list) -> None:  # type: ignore[type-arg]
+    from nexus_agent.llm.model import LlamaModel
+    from nexus_agent.routing.trie import TokenNameFSM
+
+    m = LlamaModel(model)
+    names = sorted({t.name for t in tools})
+    end = [m.eos()]
+    fsm = TokenNameFSM(names, lambda s: m.tokenize(s), end)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        # a random walk through the FSM always spells a real name
+        prefix: list[int] = []
+        while True:
+            allowed = fsm.allowed(prefix)
+            assert allowed, prefix
+            tok = int(rng.choice(allowed))
+            if tok in end:
+                break
+            prefix.append(tok)
+        name = fsm.finished(prefix)
+        assert name in names
+        # SentencePiece vocabularies (the tiny llama) spell a leading space; the text is otherwise the name
+        assert m.detokenize(prefix).lstrip(" ") == name
+    # a name's canonical tokens walk the FSM to that name
+    for n in names[:50]:
+        assert fsm.finished(m.tokenize(n)) == n

@@ -1,0 +1,163 @@
+"""Router pipeline with a deterministic bag-of-words embedder (no model needed)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nexus_agent.evaluation.routing import EvalItem, evaluate, load_eval, sample_allowed
+from nexus_agent.registry import Tool, load_registry
+from nexus_agent.routing.embedders.base import Embedder, Vectors
+from nexus_agent.routing.lexical import tokenize
+from nexus_agent.routing.router import Router, RouterConfig
+
+
+class HashEmbedder(Embedder):
+    """Hashed bag of words: a deterministic stand-in with cosine ≈ word overlap."""
+
+    name = "test-hash"
+    dim = 256
+
+    def _embed(self, texts: Sequence[str]) -> Vectors:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in tokenize(t):
+                out[i, int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1.0
+        return out + 1e-3
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEXUS_HOME", str(tmp_path / "home"))  # SLB/τ caches only; no model is loaded here
+
+
+def _tools(registry_dir: Path) -> list[Tool]:
+    return load_registry(registry_dir).profile("github_all")
+
+
+def test_route_add_remove_replace(registry_dir: Path) -> None:
+    tools = _tools(registry_dir)
+    r = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0))
+    res = r.route("list the gists of user octocat")
+    assert res.tool == "github__list_gists"
+    assert res.decision == "auto"
+    assert res.candidates[0].key == "github__list_gists"
+    assert len(res.candidates) == r.cfg.pool
+    r.remove_tools(["github__list_gists"])
+    assert "github__list_gists" not in r.slb
+    assert r.route("list the gists of user octocat").tool != "github__list_gists"
+    gist = next(t for t in tools if t.name == "list_gists")
+    r.add_tools([gist])
+    assert r.route("list the gists of user octocat").tool == "github__list_gists"
+    # replace: the same key with a new description is re-embedded
+    renamed = Tool(gist.server, gist.name, "Water the office plants and feed the fish.", gist.input_schema)
+    r.replace_tools([renamed])
+    assert len(r.slb) == len(tools)
+    assert r.route("water the plants and feed the fish").tool == "github__list_gists"
+
+
+def test_gate_escalates_low_margin_and_relevance_floor(registry_dir: Path) -> None:
+    tools = _tools(registry_dir)
+    r = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=10.0, min_dense=0.0))
+    res = r.route("list the gists of user octocat")
+    assert res.decision == "escalated" and res.escalated  # no margin can reach τ = 10
+    assert res.tool == res.candidates[0].key  # without a reranker the retrieval top-1 stands
+    r2 = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0, min_dense=0.99))
+    res2 = r2.route("list the gists of user octocat")
+    assert res2.decision == "no-tool" and res2.tool is None
+
+
+def test_calibration_is_cached_and_percentile(registry_dir: Path) -> None:
+    r = Router(_tools(registry_dir), HashEmbedder(), RouterConfig(synthetic=False))
+    cal = r.calibrate()
+    assert cal["n_queries"] > 5
+    assert cal["tau"] <= cal["margin_p50"]  # 20th percentile ≤ median
+    assert r.gate is not None and r.gate.tau == pytest.approx(cal["tau"])
+    assert r.calibrate() == cal  # second call reads the cache file
+
+
+def test_eval_runner_keys_and_sampling(registry_dir: Path, tmp_path: Path) -> None:
+    reg = load_registry(registry_dir)
+    lines = [
+        {"id": "a", "query": "list the gists of user octocat", "tool": "list_gists", "server": "github"},
+        {
+            "id": "b",
+            "query": "star the repo octo/x",
+            "tool": "star_repository",
+            "server": "github",
+            "alt_tools": ["github/fork_repository"],
+        },
+        {"id": "c", "query": "tell me a joke", "tool": None},
+    ]
+    f = tmp_path / "e.jsonl"
+    f.write_text("\n".join(json.dumps(x) for x in lines))
+    items = load_eval(f, reg)
+    assert items[1].gold == {"github__star_repository", "github__fork_repository"}
+    assert items[2].gold == set()
+    profile = [t.qualified_name for t in reg.profile("github_all")]
+    allowed = sample_allowed(profile, items[1], 10, random.Random(0))
+    assert allowed is not None and len(allowed) == 10 and items[1].gold <= allowed
+    assert sample_allowed(profile, items[0], 500, random.Random(0)) is None
+    r = Router(reg.profile("github_all"), HashEmbedder(), RouterConfig(synthetic=False))
+    s, res = evaluate(r, items, profile, n_tools=10, seed=1)
+    for key in (
+        "n",
+        "accuracy",
+        "accuracy_ci95",
+        "slb_top1",
+        "slb_top3",
+        "candidate_recall",
+        "escalation_rate",
+        "no_tool_false_positive_rate",
+        "latency_ms_p50",
+        "latency_ms_p95",
+    ):
+        assert key in s
+    assert s["n"] == 3 and len(res) == 3
+    assert all(len(x.result.candidates) <= 10 for x in res)
+    assert 0.0 <= s["accuracy_ci95"][0] <= s["accuracy"] <= s["accuracy_ci95"][1] <= 1.0
+
+
+def test_no_tool_file_format() -> None:
+    path = Path(__file__).parent / "data" / "no_tool_queries.jsonl"
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    assert len(rows) >= 30
+    assert all(r["tool"] is None and r["query"] for r in rows)
+    assert len({r["query"] for r in rows}) == len(rows)
+
+
+def test_eval_item_dataclass() -> None:
+    assert EvalItem("x", "q", set()).history == []
+
+
+class CountingEmbedder(HashEmbedder):
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def _embed(self, texts: Sequence[str]) -> Vectors:
+        self.calls += len(texts)
+        return super()._embed(texts)
+
+
+def test_slb_cache_file_skips_reembedding(registry_dir: Path, tmp_path: Path) -> None:
+    from nexus_agent.paths import nexus_home
+
+    tools = _tools(registry_dir)[:20]
+    e1 = CountingEmbedder()
+    r1 = Router(tools, e1, RouterConfig(synthetic=False))
+    assert e1.calls == 20
+    assert list((nexus_home() / "slb").glob("*.npz"))
+    e2 = CountingEmbedder()
+    r2 = Router(tools, e2, RouterConfig(synthetic=False))
+    assert e2.calls == 0  # loaded from $NEXUS_HOME/slb/<embedder>-<registry hash>.npz
+    q = e1.embed_queries(["list gists"])[0]
+    np.testing.assert_array_equal(r1.slb.scores(q), r2.slb.scores(q))
+    # a changed tool set is a different key: only the new tool's text is embedded (text cache)
+    r3 = Router(_tools(registry_dir)[:21], e2, RouterConfig(synthetic=False))
+    assert e2.calls == 1 and len(r3.slb) == 21
