@@ -65,7 +65,7 @@ def main() -> None:
     ap.add_argument("--registry", default=str(ROOT.parent / "shared" / "mcp-registry"))
     ap.add_argument("--eval", default=str(ROOT.parent / "shared" / "eval" / "github_dev.jsonl"))
     ap.add_argument("--profile", default="desktop_all_plus_github")
-    ap.add_argument("--embedder", default="nomic")
+    ap.add_argument("--embedder", default="minilm")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", dest="json_out", default=str(ROOT / "bench" / "results" / "ttft.json"))
     a = ap.parse_args()

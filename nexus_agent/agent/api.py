@@ -47,7 +47,7 @@ class AgentConfig(BaseModel):
     model: str = DEFAULT_MODEL
     mcp: list[str] = Field(default_factory=list)
     config_file: Path | None = None
-    embedder: str = "nomic"
+    embedder: str = "minilm"
     yes: bool = False
     n_ctx: int = Field(default=8192, ge=512)
     n_threads: int = Field(default=2, ge=1)

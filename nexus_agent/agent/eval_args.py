@@ -20,18 +20,8 @@ import numpy as np
 from nexus_agent.agent.args import ArgumentWriter
 from nexus_agent.agent.turn import TurnRouter
 from nexus_agent.engine import Engine
+from nexus_agent.evaluation.stats import wilson_ci
 from nexus_agent.registry import Registry, Tool
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval for k successes in n trials (0, 0 when n is 0)."""
-    if n == 0:
-        return (0.0, 0.0)
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return (float(max(0.0, c - h)), float(min(1.0, c + h)))
 
 
 def _norm(v: Any) -> Any:
@@ -147,7 +137,7 @@ def summarise(results: list[ItemResult]) -> dict[str, Any]:
         "routing_accuracy": len(routed_ok) / n if n else 0.0,
         "arg_accuracy_on_routed": (sum(1 for r in routed_ok if r.args_ok) / len(routed_ok)) if routed_ok else 0.0,
         "end_to_end_accuracy": e2e / n if n else 0.0,
-        "end_to_end_accuracy_ci95": list(wilson(e2e, n)),
+        "end_to_end_accuracy_ci95": list(wilson_ci(e2e, n)),
         "json_valid_rate": (sum(1 for r in called if r.json_valid) / len(called)) if called else 0.0,
         "latency_ms_p50": float(np.percentile(lat, 50)),
         "latency_ms_p95": float(np.percentile(lat, 95)),

@@ -11,9 +11,6 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from nexus_agent.agent.turn import RouteOutcome
 from nexus_agent.engine import SIDECAR, Engine
 from nexus_agent.registry import Tool
@@ -30,28 +27,6 @@ def shared_embedder(name: str) -> Any:
         if name not in _embedders:
             _embedders[name] = create_embedder(name)
         return _embedders[name]
-
-
-class EngineLLM:
-    """The ``PrefixCachedLLM`` interface of the rerankers, served by the engine's sidecar sequence."""
-
-    def __init__(self, engine: Engine, seq: int = SIDECAR) -> None:
-        self.engine = engine
-        self.model = engine.model
-        self.seq = seq
-
-    def render(self, messages: list[dict[str, str]]) -> list[int]:
-        return self.engine.tokenize_chat(messages)
-
-    def logits_after(self, tokens: Sequence[int]) -> npt.NDArray[np.float32]:
-        out: npt.NDArray[np.float32] = np.asarray(self.engine.next_logits(list(tokens), seq=self.seq))
-        return out
-
-    def token_id(self, text: str) -> int:
-        ids = self.model.tokenize(text, add_special=False, parse_special=True)
-        if len(ids) != 1:
-            raise ValueError(f"{text!r} is not a single token in {self.model.path.name}: {ids}")
-        return ids[0]
 
 
 class AgentRouter:
@@ -71,11 +46,13 @@ class AgentRouter:
         self.router.replace_tools(changed)
 
 
-def build_router(tools: Sequence[Tool], engine: Engine | None, embedder: str = "nomic",
+def build_router(tools: Sequence[Tool], engine: Engine | None, embedder: str = "minilm",
                  reranker: str | None = "llm-choice") -> AgentRouter:
     """A router over ``tools``; escalations go to ``reranker`` running on ``engine`` (None: retrieval only)."""
     from nexus_agent.routing.rerank.base import create_reranker
+    from nexus_agent.routing.rerank.session import PrefixCachedLLM
     from nexus_agent.routing.router import Router
 
-    rr = create_reranker(reranker, llm=EngineLLM(engine)) if (reranker and engine is not None) else None
+    llm = PrefixCachedLLM(engine=engine, seq=SIDECAR) if engine is not None else None
+    rr = create_reranker(reranker, llm=llm) if (reranker and llm is not None) else None
     return AgentRouter(Router(list(tools), shared_embedder(embedder), reranker=rr))

@@ -17,7 +17,7 @@ def eval_args(
     profile: str | None = typer.Option(None, "--profile", help="profile name in profiles.json"),
     json_out: Path | None = typer.Option(None, "--json", help="write the report here"),  # noqa: B008
     model: str | None = typer.Option(None, "--model", help="short name or GGUF path"),
-    embedder: str = typer.Option("nomic", "--embedder"),
+    embedder: str = typer.Option("minilm", "--embedder", help="routing embedder (minilm, nomic, st)"),
     limit: int | None = typer.Option(None, "--limit", help="first N items only"),
     n_ctx: int = typer.Option(8192, "--n-ctx"),
 ) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nexus_agent.agent.args import arg_view, drop_ungrounded, grammar_for, validate
-from nexus_agent.agent.eval_args import check_arguments, expected_names, values_match, wilson
+from nexus_agent.agent.eval_args import check_arguments, expected_names, values_match
 from nexus_agent.llm import LlamaModel, Sampler
 from nexus_agent.registry import Registry, load_registry
 
@@ -72,9 +72,3 @@ def test_checker_matches_bfcl_rules(reg: Registry) -> None:
     assert values_match({"a": "x"}, {"a": "X", "b": 2})
     assert not values_match([1, 2], [2])
     assert expected_names({"tool": "t", "server": "s", "alt_tools": ["u", "g/v"]}) == {"s__t", "s__u", "g__v"}
-
-
-def test_wilson_interval() -> None:
-    lo, hi = wilson(8, 10)
-    assert 0.49 < lo < 0.5 and 0.94 < hi < 0.95
-    assert wilson(0, 0) == (0.0, 0.0)

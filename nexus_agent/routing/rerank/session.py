@@ -1,8 +1,10 @@
-"""A llama.cpp context that reuses the KV of the longest common token prefix between consecutive prompts.
+"""The LLM a reranker scores with: a sequence of the engine's context that reuses the KV of the longest common
+token prefix between consecutive prompts.
 
 Why: rerank prompts share a long head (instructions, the query, the candidate list); re-decoding it for every
-candidate or every query would dominate latency. Sequence 0 holds the last prompt; a new prompt drops only the
-positions after the shared prefix (``seq_rm``) and decodes the rest.
+candidate or every query would dominate latency. Prefix reuse itself lives in ``Engine.prefill``; this class only
+adapts it to the reranker interface. Standalone it owns a small engine; inside the agent it borrows the agent's
+engine and its sidecar sequence, so one model serves routing, arguments and answers.
 """
 
 from __future__ import annotations
@@ -12,40 +14,28 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from nexus_agent.llm.context import ContextConfig, LlamaContext
-from nexus_agent.llm.model import LlamaModel
+from nexus_agent.engine import MAIN, Engine, EngineConfig
 
 
 class PrefixCachedLLM:
-    def __init__(self, model: str = "qwen0.5b", n_ctx: int = 4096, n_threads: int = 2) -> None:
-        self.model = LlamaModel(model)
-        self.ctx = LlamaContext(
-            self.model, ContextConfig(n_ctx=n_ctx, n_batch=512, n_ubatch=512, n_seq_max=1, n_threads=n_threads)
-        )
-        self._tokens: list[int] = []  # what sequence 0 currently holds, positions 0..len-1
+    def __init__(self, model: str = "qwen0.5b", n_ctx: int = 4096, n_threads: int = 2,
+                 engine: Engine | None = None, seq: int = MAIN) -> None:
+        self.engine = engine or Engine(EngineConfig(model=model, n_ctx=n_ctx, n_threads=n_threads))
+        self.model = self.engine.model
+        self.seq = seq
         self.n_decoded = 0  # tokens actually decoded (for reporting the saving)
 
     def render(self, messages: list[dict[str, str]]) -> list[int]:
         """Chat-template the messages (with the assistant generation prompt) and tokenise."""
-        text = self.model.apply_chat_template(messages, add_generation_prompt=True)
-        return self.model.tokenize(text, add_special=False, parse_special=True)
+        return self.engine.tokenize_chat(messages)
 
     def logits_after(self, tokens: Sequence[int]) -> npt.NDArray[np.float32]:
         """Logits (float32 [n_vocab]) for the token following ``tokens``, decoding only the unshared suffix."""
         toks = list(tokens)
-        common = 0
-        n = min(len(toks), len(self._tokens))
-        while common < n and toks[common] == self._tokens[common]:
-            common += 1
-        if common == len(toks):  # fully cached: re-decode the last token to get its logits
-            common -= 1
-        if common < len(self._tokens):
-            self.ctx.seq_rm(0, common, -1)
-        out = self.ctx.decode(toks[common:], pos0=common, seq=0, n_logits=1)
-        self.n_decoded += len(toks) - common
-        self._tokens = toks
-        assert out is not None
-        return out[0]
+        reused = self.engine.prefill(toks, seq=self.seq)
+        self.n_decoded += len(toks) - reused
+        out: npt.NDArray[np.float32] = self.engine.ctx.logits_ith(-1)
+        return out
 
     def token_id(self, text: str) -> int:
         ids = self.model.tokenize(text, add_special=False, parse_special=True)
