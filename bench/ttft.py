@@ -5,6 +5,8 @@
 (b) re-prefill the selected tool's full JSON schema each turn (same routing, full schema instead of IR);
 (c) concatenate every schema of the N tools into the prompt (a stateless client re-sends them each turn).
 
+Routing is retrieval only by default (``--reranker none``): an escalated decision adds the same LLM time
+to every arm, so leaving it out isolates what the arms differ in.
 (a) and (b) run after a warm conversation prefix (system + one earlier turn, cached in the main sequence), as
 in a live session; (c) is prefilled cold each turn. The selected tool for (a)/(b) is what the router picks, so
 (a) includes routing time. Main-context tokens are the prompt tokens each arm puts in the main sequence.
@@ -66,6 +68,9 @@ def main() -> None:
     ap.add_argument("--eval", default=str(ROOT.parent / "shared" / "eval" / "github_dev.jsonl"))
     ap.add_argument("--profile", default="desktop_all_plus_github")
     ap.add_argument("--embedder", default="minilm")
+    ap.add_argument("--reranker", default="none",
+                    help="routing's escalation decider; 'none' keeps routing at retrieval cost so the arms differ "
+                         "only in what they prefill (escalations add the same LLM time to every arm)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", dest="json_out", default=str(ROOT / "bench" / "results" / "ttft.json"))
     a = ap.parse_args()
@@ -88,7 +93,8 @@ def main() -> None:
             for qi, it in enumerate(items):
                 must = reg.find(it["tool"], it.get("server"))
                 tools = sample_tools(pool, must, n, random.Random(f"{a.seed}-{n}-{qi}"))
-                router = build_router(tools, engine, a.embedder)
+                router = build_router(tools, engine, a.embedder,
+                                      reranker=None if a.reranker == "none" else a.reranker)
                 engine.prefill(prefix, seq=MAIN, n_logits=1)  # warm conversation prefix
                 t0 = time.perf_counter()
                 route = router.route_turn(it["query"], [])
@@ -132,7 +138,7 @@ def main() -> None:
             })
     finally:
         engine.close()
-    report = {"model": a.model, "n_ctx": a.n_ctx, "embedder": a.embedder, "rows": rows}
+    report = {"model": a.model, "n_ctx": a.n_ctx, "embedder": a.embedder, "reranker": a.reranker, "rows": rows}
     out = Path(a.json_out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1))
