@@ -95,6 +95,7 @@ def main() -> None:
                 tools = sample_tools(pool, must, n, random.Random(f"{a.seed}-{n}-{qi}"))
                 router = build_router(tools, engine, a.embedder,
                                       reranker=None if a.reranker == "none" else a.reranker)
+                router.router.calibrate()  # once per registry, at start-up: not part of a turn
                 engine.prefill(prefix, seq=MAIN, n_logits=1)  # warm conversation prefix
                 t0 = time.perf_counter()
                 route = router.route_turn(it["query"], [])

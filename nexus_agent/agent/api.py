@@ -128,7 +128,13 @@ class NexusAgent:
         self._index_tools()
         if self.router is not None and hasattr(self.router, "apply_diff"):
             changed = [self._tools[q] for q in diff.qualified([*diff.added, *diff.changed]) if q in self._tools]
-            await asyncio.to_thread(self.router.apply_diff, changed, diff.qualified(list(diff.removed)))
+            await asyncio.to_thread(self._apply_diff, changed, diff.qualified(list(diff.removed)))
+
+    def _apply_diff(self, changed: list[Tool], removed: list[str]) -> None:
+        # The router is not thread-safe: take the turn lock so a diff never lands mid-turn.
+        assert self.engine is not None and self.router is not None
+        with self.engine.turn():
+            self.router.apply_diff(changed, removed)  # type: ignore[attr-defined]
 
     @property
     def tools(self) -> list[Tool]:
