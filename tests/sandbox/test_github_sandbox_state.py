@@ -106,3 +106,22 @@ def test_rebase_merge_replays_commits(tmp_path: Path) -> None:
         assert json.loads(text_of(read))["merged"] is True
     finally:
         sb.close()
+
+
+def test_code_and_commit_search_respect_repo_and_org_qualifiers(tmp_path: Path) -> None:
+    sb = open_sandbox(tmp_path / "gh")
+    try:
+        server = GitHubSandboxServer(sb)
+        pushed = server.call("push_files", {"owner": "acme", "repo": "web", "branch": "main", "message": "zebrafish",
+                                            "files": [{"path": "notes/zebra.txt", "content": "zebrafish here"}]})
+        assert not pushed.isError
+        code = json.loads(text_of(server.call("search_code", {"query": "zebrafish"})))
+        assert [(i["repository"], i["path"]) for i in code["items"]] == [("acme/web", "notes/zebra.txt")]
+        other = json.loads(text_of(server.call("search_code", {"query": "zebrafish repo:acme/api"})))
+        assert other["total_count"] == 0
+        commits = json.loads(text_of(server.call("search_commits", {"query": "zebrafish org:acme"})))
+        assert commits["total_count"] == 1
+        nobody = json.loads(text_of(server.call("search_commits", {"query": "zebrafish user:nobody"})))
+        assert nobody["total_count"] == 0
+    finally:
+        sb.close()

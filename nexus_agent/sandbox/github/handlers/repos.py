@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from mcp import types
@@ -14,6 +15,7 @@ from nexus_agent.sandbox.github.gitrepo import ZERO_SHA, CommitInfo, FileChange,
 from nexus_agent.sandbox.github.handlers import tool
 from nexus_agent.sandbox.github.handlers.common import (
     Blocks,
+    Query,
     drop_empty,
     full_repo,
     minimal_repo,
@@ -516,10 +518,10 @@ def get_repository_tree(sb: Sandbox, args: dict[str, Any]) -> object:
     }
 
 
-@tool("search_code")
-def search_code(sb: Sandbox, args: dict[str, Any]) -> object:
-    q = parse_query(req_str(args, "query"))
-    results = []
+def _searchable_heads(sb: Sandbox, q: Query) -> Iterator[tuple[Repo, GitRepo, str]]:
+    """Visible repositories that the query's ``repo:``/``org:``/``user:`` qualifiers allow, with their git
+    handle and default-branch head (repositories without commits are skipped): what code and commit search
+    look through."""
     for repo in sb.store.repos():
         if not visible(sb, repo):
             continue
@@ -529,8 +531,15 @@ def search_code(sb: Sandbox, args: dict[str, Any]) -> object:
             continue
         git = sb.git(repo)
         head = git.branch_sha(repo.default_branch)
-        if head is None:
-            continue
+        if head is not None:
+            yield repo, git, head
+
+
+@tool("search_code")
+def search_code(sb: Sandbox, args: dict[str, Any]) -> object:
+    q = parse_query(req_str(args, "query"))
+    results = []
+    for repo, git, head in _searchable_heads(sb, q):
         if q.terms:
             hits = git.grep(head, q.terms)
         else:
@@ -565,17 +574,7 @@ def search_code(sb: Sandbox, args: dict[str, Any]) -> object:
 def search_commits(sb: Sandbox, args: dict[str, Any]) -> object:
     q = parse_query(req_str(args, "query"))
     found: list[tuple[Repo, CommitInfo]] = []
-    for repo in sb.store.repos():
-        if not visible(sb, repo):
-            continue
-        if any(r.lower() != repo.full_name.lower() for r in q.values("repo")):
-            continue
-        if any(o.lower() != repo.owner.lower() for o in q.values("org") + q.values("user")):
-            continue
-        git = sb.git(repo)
-        head = git.branch_sha(repo.default_branch)
-        if head is None:
-            continue
+    for repo, git, head in _searchable_heads(sb, q):
         for c in git.log(head):
             login = sb.login_for_email(c.author.email) or ""
             if any(a.lower() != login.lower() for a in q.values("author")):
