@@ -25,9 +25,6 @@ TOOL_DATA = (
     "<<<\n{data}\n>>>\nAnswer my request concisely using only this data; when I ask for a list, list the items."
 )
 
-NO_TOOL = "{request}"
-
-
 def arg_request(request: str, sig: str) -> str:
     return f"{request}\n\n---\n{ARG_RULES.format(sig=sig)}"
 

@@ -145,7 +145,3 @@ def run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit) -> N
         turn.answer = gen.text.strip()
         convo.turns.append(turn)
         emit(AnswerEvent(text=turn.answer))
-
-
-def format_arguments(args: Mapping[str, Any]) -> str:
-    return json.dumps(dict(args), ensure_ascii=False)

@@ -64,11 +64,9 @@ async def _main(cfg: Any, prompt: str | None, as_json: bool) -> int:
     from nexus_agent.agent.api import NexusAgent
 
     out = Console()
-    notices: list[str] = []
     status_ctx = _err.status("starting: MCP servers, model, tool index …") if not as_json else None
 
     def notice(msg: str) -> None:
-        notices.append(msg)
         _err.print(f"[yellow]note:[/yellow] {msg}")
 
     agent = NexusAgent(cfg, confirm=_confirm_on_terminal, on_notice=notice)

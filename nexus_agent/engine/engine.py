@@ -20,6 +20,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from nexus_agent.llm import ContextConfig, LlamaContext, LlamaModel, Sampler
 
 MAIN, SIDECAR, SCRATCH = 0, 1, 2
@@ -49,7 +52,7 @@ class Generation:
     n_reused: int
     ttft_ms: float
     total_ms: float
-    stopped: str  # "eog" | "max_tokens" | "stop" | "grammar"
+    stopped: str  # "eog" | "max_tokens"
 
 
 @dataclass
@@ -87,9 +90,6 @@ class Engine:
         text = self.model.apply_chat_template(messages, add_generation_prompt=True) + assistant_prefix
         return self.model.tokenize(text)
 
-    def cached_tokens(self, seq: int) -> list[int]:
-        return list(self._seqs[seq].tokens)
-
     def free(self, seq: int) -> None:
         """Drop everything sequence ``seq`` holds (the sidecar after a turn)."""
         with self._lock:
@@ -126,7 +126,6 @@ class Engine:
         seq: int = MAIN,
         grammar: str | None = None,
         max_tokens: int = 256,
-        stop: tuple[str, ...] = (),
         on_token: TokenCallback | None = None,
         keep: bool = True,
         repeat_penalty: float = 1.0,
@@ -167,18 +166,16 @@ class Engine:
                     text += s
                     if s and on_token:
                         on_token(s)
-                    if stop and any(x in text for x in stop):
-                        stopped = "stop"
-                        break
-                    self.ctx.decode([tok], pos, seq=seq)
-                    self._seqs[seq].tokens.append(tok)
-                    pos += 1
+                    if i + 1 < max_tokens:  # the last token needs no logits: nothing samples after it
+                        self.ctx.decode([tok], pos, seq=seq)
+                        self._seqs[seq].tokens.append(tok)
+                        pos += 1
             if not keep:
                 self.ctx.seq_rm(seq, len(prompt), -1)
                 self._seqs[seq].tokens = list(prompt)
             return Generation(out, text, len(prompt), reused, ttft, (time.perf_counter() - t0) * 1000, stopped)
 
-    def next_logits(self, prompt: list[int], seq: int = SCRATCH) -> object:
+    def next_logits(self, prompt: list[int], seq: int = SCRATCH) -> npt.NDArray[np.float32]:
         """Logits (float32 [n_vocab]) after ``prompt`` in ``seq``, reusing its cached prefix."""
         with self._lock:
             self.prefill(prompt, seq)

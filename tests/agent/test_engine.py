@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 
-import numpy as np
 import pytest
 
 from nexus_agent.engine import MAIN, SIDECAR, Engine, EngineConfig
@@ -23,7 +22,7 @@ def _turn(eng: Engine, user: int, turn: int) -> tuple[list[int], bytes]:
     with eng.turn():
         eng.free(MAIN)
         side = eng.model.tokenize(f"sidecar window for user {user}, turn {turn}")
-        logits = np.asarray(eng.next_logits(side, seq=SIDECAR))
+        logits = eng.next_logits(side, seq=SIDECAR)
         eng.free(SIDECAR)
         prompt = eng.model.tokenize(f"User {user} asks question number {turn} about repositories")
         gen = eng.generate(prompt, seq=MAIN, max_tokens=12, keep=False)
