@@ -153,7 +153,7 @@ class NexusAgent:
         out = self._confirm(name, args, ann)
         if inspect.isawaitable(out):
             assert self._loop is not None
-            return bool(asyncio.run_coroutine_threadsafe(_await(out), self._loop).result())
+            return bool(asyncio.run_coroutine_threadsafe(_as_coro(out), self._loop).result())
         return bool(out)
 
     async def run(self, query: str) -> AsyncIterator[Event]:
@@ -183,10 +183,6 @@ class NexusAgent:
         worker.start()
         while (ev := await queue.get()) is not None:
             yield ev
-
-
-async def _await(x: Awaitable[bool]) -> bool:
-    return await x
 
 
 class SyncNexusAgent:
@@ -225,4 +221,5 @@ class SyncNexusAgent:
 
 
 async def _as_coro(x: Awaitable[Any]) -> Any:
+    """``run_coroutine_threadsafe`` takes coroutines only; this wraps any awaitable."""
     return await x
