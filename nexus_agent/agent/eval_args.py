@@ -21,7 +21,7 @@ from nexus_agent.agent.args import ArgumentWriter
 from nexus_agent.agent.turn import TurnRouter
 from nexus_agent.engine import Engine
 from nexus_agent.evaluation.stats import wilson_ci
-from nexus_agent.registry import Registry, Tool
+from nexus_agent.registry import Tool
 
 
 def _norm(v: Any) -> Any:
@@ -94,7 +94,7 @@ class ItemResult:
     decision: str = ""
 
 
-def run_eval(items: list[dict[str, Any]], registry: Registry, profile_tools: list[Tool], router: TurnRouter,
+def run_eval(items: list[dict[str, Any]], profile_tools: list[Tool], router: TurnRouter,
              engine: Engine, window_turns: int = 4) -> tuple[dict[str, Any], list[ItemResult]]:
     tools = {t.qualified_name: t for t in profile_tools}
     writer = ArgumentWriter(engine)

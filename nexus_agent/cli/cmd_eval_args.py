@@ -40,7 +40,7 @@ def eval_args(
     engine = Engine(EngineConfig(model=model or DEFAULT_MODEL, n_ctx=n_ctx))
     try:
         router = build_router(tools, engine, embedder)
-        summary, results = run_eval(items, reg, tools, router, engine)
+        summary, results = run_eval(items, tools, router, engine)
     finally:
         engine.close()
     summary["model"] = model or DEFAULT_MODEL
