@@ -57,7 +57,10 @@ class LLMChoiceReranker(Reranker):
     def __init__(self, model: str = "qwen1.5b", n_threads: int = 2, llm: PrefixCachedLLM | None = None) -> None:
         self.llm = llm or PrefixCachedLLM(model, n_threads=n_threads)
         m = self.llm.model
-        self._end = [t for t in {m.eos(), self.llm.token_id("<|im_end|>"), *m.tokenize("\n")} if t >= 0]
+        # ChatML's <|im_end|> ends the name where the vocabulary has it; models without it end on EOS/newline.
+        im_end = m.tokenize("<|im_end|>")
+        ends = {m.eos(), *m.tokenize("\n"), *(im_end if len(im_end) == 1 else [])}
+        self._end = [t for t in ends if t >= 0]
 
     def rerank(self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()) -> RerankResult:
         names = display_names(candidates)
