@@ -33,7 +33,7 @@ FULL_PROFILE = "desktop_all_plus_github"
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--embedders", default="minilm,nomic")
+    ap.add_argument("--embedders", default="minilm-tools,minilm,nomic")
     ap.add_argument("--sizes", default="10,50,100,250,317")
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--limit", type=int, default=None, help="first N items of each set")

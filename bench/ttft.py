@@ -35,6 +35,7 @@ from nexus_agent.agent.prompts import SYSTEM_MAIN, arg_request  # noqa: E402
 from nexus_agent.agent.routing_adapter import build_router  # noqa: E402
 from nexus_agent.engine import MAIN, SCRATCH, Engine, EngineConfig  # noqa: E402
 from nexus_agent.registry import Tool, load_registry  # noqa: E402
+from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER  # noqa: E402
 from nexus_agent.signature import full_schema_text  # noqa: E402
 
 HISTORY = [
@@ -67,7 +68,7 @@ def main() -> None:
     ap.add_argument("--registry", default=str(ROOT.parent / "shared" / "mcp-registry"))
     ap.add_argument("--eval", default=str(ROOT.parent / "shared" / "eval" / "github_dev.jsonl"))
     ap.add_argument("--profile", default="desktop_all_plus_github")
-    ap.add_argument("--embedder", default="minilm")
+    ap.add_argument("--embedder", default=DEFAULT_EMBEDDER)
     ap.add_argument("--reranker", default="none",
                     help="routing's escalation decider; 'none' keeps routing at retrieval cost so the arms differ "
                          "only in what they prefill (escalations add the same LLM time to every arm)")

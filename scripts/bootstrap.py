@@ -41,8 +41,8 @@ LLAMA_CMAKE_ARGS_OTHER = (
     "-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF"
 )
 
-RUN_MODELS = ["tiny", "nomic", "minilm", "qwen1.5b"]
-TEST_MODELS = ["tiny", "tiny-qwen2", "smollm2", "qwen0.5b", "nomic", "minilm"]
+RUN_MODELS = ["tiny", "nomic", "minilm", "minilm-tools", "qwen1.5b"]
+TEST_MODELS = ["tiny", "tiny-qwen2", "smollm2", "qwen0.5b", "nomic", "minilm", "minilm-tools"]
 
 
 def log(msg: str) -> None:

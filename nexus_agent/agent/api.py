@@ -29,6 +29,7 @@ from nexus_agent.agent.history import Conversation
 from nexus_agent.agent.turn import CallResult, TurnDeps, TurnRouter, run_turn
 from nexus_agent.engine import Engine, EngineConfig
 from nexus_agent.registry import Tool
+from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
 
 DEFAULT_MODEL = "qwen1.5b"
 
@@ -47,7 +48,7 @@ class AgentConfig(BaseModel):
     model: str = DEFAULT_MODEL
     mcp: list[str] = Field(default_factory=list)
     config_file: Path | None = None
-    embedder: str = "minilm"
+    embedder: str = DEFAULT_EMBEDDER
     yes: bool = False
     n_ctx: int = Field(default=8192, ge=512)
     n_threads: int = Field(default=2, ge=1)

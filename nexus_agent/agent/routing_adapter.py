@@ -14,6 +14,7 @@ from typing import Any
 from nexus_agent.agent.turn import RouteOutcome
 from nexus_agent.engine import SIDECAR, Engine
 from nexus_agent.registry import Tool
+from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
 
 _embedders: dict[str, Any] = {}
 _embedders_lock = threading.Lock()
@@ -46,7 +47,7 @@ class AgentRouter:
         self.router.replace_tools(changed)
 
 
-def build_router(tools: Sequence[Tool], engine: Engine | None, embedder: str = "minilm",
+def build_router(tools: Sequence[Tool], engine: Engine | None, embedder: str = DEFAULT_EMBEDDER,
                  reranker: str | None = "llm-choice") -> AgentRouter:
     """A router over ``tools``; escalations go to ``reranker`` running on ``engine`` (None: retrieval only)."""
     from nexus_agent.routing.rerank.base import create_reranker

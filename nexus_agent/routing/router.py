@@ -41,7 +41,7 @@ class RouterConfig:
     """Every knob measured in the ablation (bench/results/routing_ablation.md)."""
 
     doc_style: DocStyle = "rich"
-    synthetic: bool = True  # index synthetic example queries next to each tool
+    synthetic: bool | None = None  # index synthetic example queries next to each tool; None: embedder's choice
     n_synthetic_indexed: int = 6  # the rest of each tool's synthetic queries are held out for calibration
     hybrid: bool = True  # fuse BM25 with dense
     bm25_weight: float = 0.3
@@ -137,6 +137,7 @@ class Router:
     ) -> None:
         self.cfg = cfg or RouterConfig()
         self.embedder = embedder
+        self.index_synthetic = embedder.index_synthetic if self.cfg.synthetic is None else self.cfg.synthetic
         self.reranker = reranker
         self.cache = EmbeddingCache(embedder)
         self._cache_file = cache_path(embedder.fingerprint(), "texts")
@@ -156,7 +157,7 @@ class Router:
 
     def _texts(self, tool: Tool) -> list[str]:
         texts = [tool_document(tool, DocConfig(style=self.cfg.doc_style))]
-        if self.cfg.synthetic:
+        if self.index_synthetic:
             texts += self._synth.get(tool.qualified_name, [])[: self.cfg.n_synthetic_indexed]
         return texts
 
@@ -236,8 +237,8 @@ class Router:
 
     # --- scoring -------------------------------------------------------------------------------------------
 
-    def _fused(self, qvec: F32, query: str) -> tuple[F32, F32, F32]:
-        """(fused, dense, lexical) per tool in ``slb.keys`` order."""
+    def _fused(self, qvec: F32, query: str, mask: npt.NDArray[np.bool_] | None = None) -> tuple[F32, F32, F32]:
+        """(fused, dense, lexical) per tool in ``slb.keys`` order; ``mask`` marks the tools routing may pick."""
         dense = self.slb.scores(qvec)
         if not self.cfg.hybrid:
             return dense, dense, np.zeros_like(dense)
@@ -245,7 +246,10 @@ class Router:
             lexn = self.bm25.normalized_scores(query)
         else:
             lex = self.bm25.scores(query)
-            top = float(lex.max()) if len(lex) else 0.0
+            # normalise by the best *eligible* tool: a strong lexical match outside the allowed subset must not
+            # shrink the lexical evidence of every tool inside it
+            pool = lex if mask is None else lex[mask]
+            top = float(pool.max()) if len(pool) else 0.0
             lexn = lex / top if top > 0 else lex
         w = self.cfg.bm25_weight
         return ((1 - w) * dense + w * lexn).astype(np.float32), dense, lexn.astype(np.float32)
@@ -256,8 +260,9 @@ class Router:
             query = expand_query(query)
         if qvec is None:
             qvec = self._embed_query(query)
-        fused, dense, lex = self._fused(qvec, query)
         keys = self.slb.keys
+        mask = None if allowed is None else np.fromiter((k in allowed for k in keys), dtype=np.bool_, count=len(keys))
+        fused, dense, lex = self._fused(qvec, query, mask)
         idx = np.argsort(-fused, kind="stable")
         return [
             Candidate(keys[i], float(fused[i]), float(dense[i]), float(lex[i]))

@@ -13,9 +13,10 @@ Regenerate (resumable; entries whose tool hash still matches are kept)::
 
     python -m nexus_agent.routing.synth --registry ../shared/mcp-registry --model qwen0.5b
 
-The shipped file was made with qwen0.5b (about 9 s per tool on a busy 2-core machine). Running again with
-``--model qwen1.5b`` (optionally ``--profile github_all``) regenerates the entries made by another model; each
-entry records its model.
+The shipped file mixes two runs; each entry records its model. The 86 ``github_all`` tools were made with
+qwen1.5b and prompt version 2 (about 13 s per tool on one core); the other 262 tools with qwen0.5b and version 1
+(about 9 s per tool), whose queries are noisier. Running again with ``--model qwen1.5b`` regenerates the
+entries made by another model. The file also feeds the fine-tuning set (:mod:`nexus_agent.routing.tune`).
 """
 
 from __future__ import annotations
@@ -32,13 +33,15 @@ from typing import Any
 from nexus_agent.registry import Tool, load_registry
 from nexus_agent.signature import SignatureOptions, first_sentence, signature
 
-PROMPT_VERSION = 1
+PROMPT_VERSION = 2
 DEFAULT_CACHE = Path(__file__).parent / "data" / "synthetic_queries.json"
 
 _SYSTEM = (
     "You write realistic requests that users type to an AI assistant. "
     "Given one tool, write short requests that this exact tool would handle. "
     "Vary wording: terse chat, questions, commands, casual phrasing. Use concrete made-up names and values. "
+    "Many requests should state the user's goal rather than the operation, the way people really ask. "
+    "Refer to things concretely (owner/repo, #123, file paths, names, dates) when the tool takes them. "
     "Do not mention the tool name. Output one request per line, no numbering, nothing else."
 )
 

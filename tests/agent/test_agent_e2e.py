@@ -28,7 +28,7 @@ def config_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def agent(config_file: Path) -> SyncNexusAgent:
     confirmations: list[str] = []
-    a = SyncNexusAgent(AgentConfig(model="qwen0.5b", config_file=config_file, n_ctx=4096, embedder="minilm"),
+    a = SyncNexusAgent(AgentConfig(model="qwen0.5b", config_file=config_file, n_ctx=4096),
                        confirm=lambda name, args, ann: confirmations.append(name) is not None and False)
     a.confirmations = confirmations  # type: ignore[attr-defined]
     yield a

@@ -14,7 +14,7 @@ from nexus_agent.models import catalog, store
 
 def test_every_catalog_entry_resolves_to_a_verified_file() -> None:
     # scripts/setup --test fetches these; resolve must not need the network afterwards.
-    for name in ("tiny", "tiny-qwen2", "smollm2", "qwen0.5b", "nomic", "minilm"):
+    for name in ("tiny", "tiny-qwen2", "smollm2", "qwen0.5b", "nomic", "minilm", "minilm-fp32", "minilm-tools"):
         path = models.resolve(name, fetch=False)
         assert path.exists()
         spec = models.CATALOG[name]

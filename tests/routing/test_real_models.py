@@ -32,7 +32,7 @@ def tools(registry_dir: Path) -> list:  # type: ignore[type-arg]
     return [t for i, t in enumerate(allt) if i % 3 == 0 or t.qualified_name in want]
 
 
-@pytest.mark.parametrize("backend", ["minilm", "nomic"])
+@pytest.mark.parametrize("backend", ["minilm", "minilm-tools", "nomic"])
 def test_embedder_ranks_easy_queries(backend: str, tools: list) -> None:  # type: ignore[type-arg]
     emb = create_embedder(backend)
     docs = emb.embed_documents([tool_document(t) for t in tools])

@@ -161,3 +161,18 @@ def test_slb_cache_file_skips_reembedding(registry_dir: Path, tmp_path: Path) ->
     # a changed tool set is a different key: only the new tool's text is embedded (text cache)
     r3 = Router(_tools(registry_dir)[:21], e2, RouterConfig(synthetic=False))
     assert e2.calls == 1 and len(r3.slb) == 21
+
+
+def test_lexical_scores_are_normalised_within_the_allowed_subset(registry_dir: Path) -> None:
+    tools = _tools(registry_dir)
+    r = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0))
+    q = "list the gists of user octocat"
+    full = {c.key: c for c in r.retrieve(q)}
+    assert full["github__list_gists"].lexical == pytest.approx(1.0)  # the best lexical match overall
+    allowed = {k for k in full if "gist" not in k}
+    sub = r.retrieve(q, allowed)
+    assert {c.key for c in sub} == allowed
+    # without the gist tools, the best remaining lexical match is the new reference (1.0), not a fraction of
+    # a score no eligible tool can reach
+    assert max(c.lexical for c in sub) == pytest.approx(1.0)
+    assert full[sub[0].key].lexical < 1.0

@@ -21,6 +21,10 @@ class Embedder(ABC):
 
     name: str = ""
     dim: int = 0
+    # Which weights: two models behind one backend (stock vs fine-tuned MiniLM) must not share SLB caches.
+    model_id: str = ""
+    # Whether the router should index each tool's synthetic example requests as extra rows (see RouterConfig)
+    index_synthetic: bool = True
 
     @abstractmethod
     def _embed(self, texts: Sequence[str]) -> Vectors:
@@ -34,7 +38,7 @@ class Embedder(ABC):
 
     def fingerprint(self) -> str:
         """Identifies model + prefixes; part of the SLB cache key so a model change re-embeds the registry."""
-        return f"{self.name}:{self.dim}:{self.document_prefix()}|{self.query_prefix()}"
+        return f"{self.name}:{self.model_id}:{self.dim}:{self.document_prefix()}|{self.query_prefix()}"
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         return self._normalised([self.document_prefix() + t for t in texts])
@@ -49,6 +53,10 @@ class Embedder(ABC):
         norms = np.linalg.norm(v, axis=1, keepdims=True)
         return (v / np.maximum(norms, 1e-12)).astype(np.float32)
 
+
+# Chosen by measurement on ../shared/eval (bench/results/routing_ablation.md): the MiniLM fine-tuned on
+# registry tool data beats stock MiniLM and nomic on both dev sets.
+DEFAULT_EMBEDDER = "minilm-tools"
 
 E = TypeVar("E", bound=type[Embedder])
 EMBEDDERS: dict[str, Callable[..., Embedder]] = {}

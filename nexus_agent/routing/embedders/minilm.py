@@ -32,7 +32,9 @@ class MiniLMEmbedder(Embedder):
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = n_threads
         opts.inter_op_num_threads = 1
-        self.session: Any = ort.InferenceSession(str(_find_onnx(folder)), opts, providers=["CPUExecutionProvider"])
+        onnx = _find_onnx(folder)
+        self.model_id = f"{folder.name}/{onnx.name}:{onnx.stat().st_size}"
+        self.session: Any = ort.InferenceSession(str(onnx), opts, providers=["CPUExecutionProvider"])
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(_MAX_LEN)
         self.tokenizer.enable_padding()
@@ -53,3 +55,17 @@ class MiniLMEmbedder(Embedder):
             m = mask[:, :, None].astype(np.float32)  # mean pooling over real tokens
             chunks.append(((hidden * m).sum(1) / np.maximum(m.sum(1), 1e-9)).astype(np.float32))
         return np.concatenate(chunks, axis=0)
+
+
+@register_embedder("minilm-tools")
+class MiniLMToolsEmbedder(MiniLMEmbedder):
+    """MiniLM fine-tuned on registry tool data (:mod:`nexus_agent.routing.tune`); the default router embedder.
+
+    It was trained on each tool's indexed synthetic requests, so indexing them again as extra SLB rows adds
+    nothing (see bench/results/routing_ablation.md).
+    """
+
+    index_synthetic = False
+
+    def __init__(self, model: str | None = None, n_threads: int = 1) -> None:
+        super().__init__(model or "minilm-tools", n_threads)

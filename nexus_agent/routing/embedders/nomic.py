@@ -23,6 +23,7 @@ class NomicEmbedder(Embedder):
         from llama_cpp import Llama
 
         self.path = resolve_model(model or "nomic")
+        self.model_id = f"{self.path.name}:{self.path.stat().st_size}"
         self.llm: Any = Llama(
             str(self.path),
             embedding=True,

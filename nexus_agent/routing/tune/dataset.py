@@ -1,0 +1,67 @@
+"""The fine-tuning set: for each registry tool, its retrieval document and the requests that should find it.
+
+Anchors (the "queries" side of a training pair) are the tool's first ``n_synthetic`` synthetic example requests
+(the rest stay held out for τ calibration, as in the router), the first sentence of its description, and its name
+split into words. Everything comes from the tool definition; the shipped set is
+``routing/data/tuning_set.json``, rebuilt with::
+
+    python -m nexus_agent.routing.tune.dataset --registry ../shared/mcp-registry
+
+Shape::
+
+    {"version": 1, "registry_hash": "...", "tools": {"<server>__<tool>": {"server": ..., "doc": ...,
+     "anchors": [...]}}}
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from nexus_agent.registry import Registry, load_registry
+from nexus_agent.routing.docs import DocConfig, split_identifier, tool_document
+from nexus_agent.routing.query import expand_query
+from nexus_agent.routing.router import RouterConfig
+from nexus_agent.routing.synth import queries_for
+from nexus_agent.signature import first_sentence
+
+VERSION = 1
+DEFAULT_SET = Path(__file__).parent.parent / "data" / "tuning_set.json"
+
+
+def build_set(registry: Registry, n_synthetic: int | None = None) -> dict[str, Any]:
+    """The training set for every tool of ``registry`` (see module docstring)."""
+    n = RouterConfig().n_synthetic_indexed if n_synthetic is None else n_synthetic
+    tools = registry.profile(None)
+    synth = queries_for(tools)
+    out: dict[str, Any] = {}
+    for t in tools:
+        anchors = [*synth.get(t.qualified_name, [])[:n], first_sentence(" ".join(t.description.split()))]
+        anchors.append(split_identifier(t.name))
+        # the router expands chat abbreviations before embedding a query, so train on what it will see
+        anchors = list(dict.fromkeys(expand_query(a) for a in anchors if a.strip()))
+        out[t.qualified_name] = {"server": t.server, "doc": tool_document(t, DocConfig()), "anchors": anchors}
+    return {"version": VERSION, "registry_hash": registry.content_hash(), "tools": out}
+
+
+def set_digest(path: Path = DEFAULT_SET) -> str:
+    """Content hash of a training set file (part of the trained model's recipe key)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="build the router fine-tuning set from a tool registry")
+    ap.add_argument("--registry", required=True)
+    ap.add_argument("--out", type=Path, default=DEFAULT_SET)
+    args = ap.parse_args(argv)
+    data = build_set(load_registry(args.registry))
+    args.out.write_text(json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+    n_anchors = sum(len(v["anchors"]) for v in data["tools"].values())
+    print(f"{len(data['tools'])} tools, {n_anchors} anchors → {args.out}")
+
+
+if __name__ == "__main__":
+    main()
