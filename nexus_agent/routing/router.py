@@ -151,6 +151,7 @@ class Router:
         self._last_query: tuple[str, F32] | None = None
         self.gate: Gate | None = None
         self.min_dense: float | None = self.cfg.min_dense
+        self._neg_scores: F32 | None = None  # [no-tool calibration query, tool] dense scores, for subset floors
         self._load_initial(list(tools))
 
     # --- registry changes (MCP tools/list_changed diffs) -------------------------------------------------
@@ -226,6 +227,7 @@ class Router:
             self.gate = None
         if self.cfg.min_dense is None:
             self.min_dense = None
+        self._neg_scores = None
 
     @property
     def bm25(self) -> BM25Index:
@@ -325,6 +327,19 @@ class Router:
             self.min_dense = float(data["min_dense"])
         return {k: float(v) for k, v in data.items()}
 
+    def _subset_floor(self, allowed: set[str]) -> float:
+        """The relevance floor as if the router held only ``allowed``: the same statistic as :meth:`calibrate`
+        (median best dense score of the no-tool calibration requests), taken over the subset. With 10 tools the
+        best match of a generic request is much weaker than with 300, so the whole-registry floor would turn
+        real requests into "no tool" (measured: 24 of 134 github_dev items at N=10)."""
+        if self._neg_scores is None:
+            vecs = self.embedder.embed_queries(no_tool_calibration_queries())
+            self._neg_scores = np.stack([self.slb.scores(v) for v in vecs])
+        mask = np.fromiter((k in allowed for k in self.slb.keys), dtype=np.bool_, count=len(self.slb.keys))
+        if not mask.any():
+            return float("inf")
+        return float(np.median(self._neg_scores[:, mask].max(axis=1)))
+
     def slb_content_key(self) -> str:
         # every text the SLB holds (and the held-out calibration queries) determines the cache content
         blob = "\n".join(
@@ -348,7 +363,8 @@ class Router:
         if not cands:
             return RouteResult([], "no-tool", None, margin, (time.perf_counter() - t0) * 1e3)
         escalate = self.cfg.always_escalate or (self.cfg.gate and not self.gate.decide(margin))
-        relevant = self.min_dense is None or max(c.dense for c in pool) >= self.min_dense
+        floor = self.min_dense if allowed is None or self.cfg.min_dense is not None else self._subset_floor(allowed)
+        relevant = floor is None or max(c.dense for c in pool) >= floor
         if not escalate or self.reranker is None:
             decision: Decision = ("escalated" if escalate else "auto") if relevant else "no-tool"
             tool = cands[0].key if relevant else None

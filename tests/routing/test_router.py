@@ -176,3 +176,16 @@ def test_lexical_scores_are_normalised_within_the_allowed_subset(registry_dir: P
     # a score no eligible tool can reach
     assert max(c.lexical for c in sub) == pytest.approx(1.0)
     assert full[sub[0].key].lexical < 1.0
+
+
+def test_relevance_floor_is_recomputed_for_an_allowed_subset(registry_dir: Path) -> None:
+    tools = _tools(registry_dir)
+    r = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0))
+    r.calibrate()
+    assert r.min_dense is not None
+    everything = set(r.slb.keys)
+    # over the whole registry the subset statistic is the calibrated floor itself
+    assert r._subset_floor(everything) == pytest.approx(r.min_dense, abs=1e-6)
+    few = set(sorted(everything)[:5])
+    assert r._subset_floor(few) <= r.min_dense  # fewer tools → weaker best matches → lower floor
+    assert r._subset_floor(set()) == float("inf")
