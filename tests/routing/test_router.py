@@ -189,3 +189,25 @@ def test_relevance_floor_is_recomputed_for_an_allowed_subset(registry_dir: Path)
     few = set(sorted(everything)[:5])
     assert r._subset_floor(few) <= r.min_dense  # fewer tools → weaker best matches → lower floor
     assert r._subset_floor(set()) == float("inf")
+
+
+def test_below_the_floor_the_reranker_is_asked_only_when_history_may_explain_the_request(registry_dir: Path) -> None:
+    from nexus_agent.routing.rerank.base import Reranker, RerankResult
+
+    class Recording(Reranker):
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def rerank(
+            self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()
+        ) -> RerankResult:
+            self.calls += 1
+            return RerankResult(scores=[0.0] * len(candidates), choice=candidates[0].qualified_name)
+
+    rr = Recording()
+    r = Router(_tools(registry_dir), HashEmbedder(), RouterConfig(synthetic=False, tau=10.0, min_dense=0.99), rr)
+    res = r.route("tell me a joke about penguins")
+    assert res.decision == "no-tool" and res.tool is None and rr.calls == 0
+    hist = [{"role": "user", "content": "show acme/api"}, {"role": "assistant", "content": "done"}]
+    res = r.route("and the gists there?", history=hist)
+    assert rr.calls == 1 and res.tool is not None
