@@ -265,18 +265,21 @@ class MCPServerSource(ToolSource):
     async def _owner(self) -> None:
         command = _Command("restart")
         while command.kind != "stop" and not self._closing:
+            started = False  # the handshake succeeded: a later exception is the session dying, not a failed start
+            served: _Command | None = None  # the command that ended the running session, if one did
             try:
                 async with AsyncExitStack() as stack:
                     session = await self._open(stack)
                     tools = await self._handshake(session)
                     self._session, self._dead = session, asyncio.Event()
                     self._generation += 1
+                    started = True
                     old, self._tools = self._tools, tools
                     self._resolve_ready(None)
                     if self._generation > 1:
                         await self._emit_if_changed(old, tools)
                     try:
-                        command = await self._serve(session)
+                        command = served = await self._serve(session)
                     finally:
                         self._session = None
                         self._dead.set()
@@ -285,6 +288,13 @@ class MCPServerSource(ToolSource):
                 self._dead.set()
                 if self._closing:
                     break
+                if started:
+                    # The running session died (a killed server's pipes raise BrokenResourceError in the SDK's
+                    # task group, which cancels us) or failed while closing. That is not a failed start, so a
+                    # caller waiting for a restart keeps waiting for the next start instead of getting this error.
+                    log.info("MCP server %r: session ended: %s", self.name, _describe(exc))
+                    command = served if served is not None else await self._next_control_command()
+                    continue
                 reason = _describe(exc) + self._stderr_tail()
                 if not self._resolve_ready(ServerStartError(self.name, reason)):
                     log.warning("MCP server %r stopped: %s", self.name, reason)
