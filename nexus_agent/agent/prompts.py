@@ -14,7 +14,8 @@ SYSTEM_MAIN = (
     "Answer briefly and concretely.\n"
     "When asked for the JSON arguments of a tool call: copy exact values from the conversation (owners, repos, "
     "names, numbers, paths); resolve references such as 'there', 'that issue' or 'it' from earlier turns; "
-    "include optional parameters only when the request implies them; never invent placeholder values; reply "
+    "include optional parameters only when the request implies them, and then always (a state such as 'open' or "
+    "'closed', a label, a date, an order); never invent placeholder values; reply "
     "with the JSON object only."
 )
 
