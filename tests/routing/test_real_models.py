@@ -80,3 +80,21 @@ def test_name_fsm_on_real_tokenizer(model: str, tools: list) -> None:  # type: i
     # a name's canonical tokens walk the FSM to that name
     for n in names[:50]:
         assert fsm.finished(m.tokenize(n)) == n
+
+
+def test_retrained_weights_of_the_same_size_get_their_own_slb_cache_key(tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    from nexus_agent.models import resolve
+
+    src = resolve("minilm", fetch=False)
+    a, b = tmp_path / "a" / "m", tmp_path / "b" / "m"  # same folder name, same bytes: only the file's mtime differs
+    shutil.copytree(src, a)
+    shutil.copytree(src, b)
+    onnx = next(b.glob("*.onnx"))
+    st = onnx.stat()
+    os.utime(onnx, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    fa, fb = (create_embedder("minilm", str(p)).fingerprint() for p in (a, b))
+    assert fa != fb
+    assert create_embedder("minilm", str(a)).fingerprint() == fa  # stable for unchanged weights

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -57,6 +58,14 @@ class Embedder(ABC):
 # Chosen by measurement on ../shared/eval (bench/results/routing_ablation.md): the MiniLM fine-tuned on
 # registry tool data beats stock MiniLM and nomic on both dev sets.
 DEFAULT_EMBEDDER = "minilm-tools"
+
+def weights_id(path: Path) -> str:
+    """Identity of a weights file for :attr:`Embedder.model_id`: name, size and modification time. Size alone is
+    not enough: a retrained int8 ONNX of the same architecture has exactly the same size. A copy of the same
+    weights gets a new mtime, which costs one re-embedding, never a stale cache."""
+    st = path.stat()
+    return f"{path.name}:{st.st_size}:{st.st_mtime_ns}"
+
 
 E = TypeVar("E", bound=type[Embedder])
 EMBEDDERS: dict[str, Callable[..., Embedder]] = {}

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from nexus_agent.routing.embedders.base import Embedder, Vectors, register_embedder
+from nexus_agent.routing.embedders.base import Embedder, Vectors, register_embedder, weights_id
 from nexus_agent.routing.modelpath import resolve_model
 
 _MAX_LEN = 256  # the model's max_seq_length
@@ -33,7 +33,7 @@ class MiniLMEmbedder(Embedder):
         opts.intra_op_num_threads = n_threads
         opts.inter_op_num_threads = 1
         onnx = _find_onnx(folder)
-        self.model_id = f"{folder.name}/{onnx.name}:{onnx.stat().st_size}"
+        self.model_id = f"{folder.name}/{weights_id(onnx)}"
         self.session: Any = ort.InferenceSession(str(onnx), opts, providers=["CPUExecutionProvider"])
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(_MAX_LEN)

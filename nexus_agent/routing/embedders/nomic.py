@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from nexus_agent.routing.embedders.base import Embedder, Vectors, register_embedder
+from nexus_agent.routing.embedders.base import Embedder, Vectors, register_embedder, weights_id
 from nexus_agent.routing.modelpath import resolve_model
 
 # n_ubatch must hold a whole sequence: llama.cpp aborts (GGML_ASSERT) on an embedding batch larger than it.
@@ -23,7 +23,7 @@ class NomicEmbedder(Embedder):
         from llama_cpp import Llama
 
         self.path = resolve_model(model or "nomic")
-        self.model_id = f"{self.path.name}:{self.path.stat().st_size}"
+        self.model_id = weights_id(self.path)
         self.llm: Any = Llama(
             str(self.path),
             embedding=True,
