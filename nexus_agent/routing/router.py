@@ -263,14 +263,19 @@ class Router:
         if qvec is None:
             qvec = self._embed_query(query)
         keys = self.slb.keys
-        mask = None if allowed is None else np.fromiter((k in allowed for k in keys), dtype=np.bool_, count=len(keys))
+        mask = None if allowed is None else self._allowed_mask(allowed)
         fused, dense, lex = self._fused(qvec, query, mask)
         idx = np.argsort(-fused, kind="stable")
         return [
             Candidate(keys[i], float(fused[i]), float(dense[i]), float(lex[i]))
             for i in idx
-            if allowed is None or keys[i] in allowed
+            if mask is None or mask[i]
         ]
+
+    def _allowed_mask(self, allowed: set[str]) -> npt.NDArray[np.bool_]:
+        """Boolean mask over ``slb.keys``: True for the tools in ``allowed``."""
+        keys = self.slb.keys
+        return np.fromiter((k in allowed for k in keys), dtype=np.bool_, count=len(keys))
 
     def _embed_query(self, query: str) -> F32:
         # one-entry memo: evaluation asks for the same query's ranking twice (decision + dense recall)
@@ -335,7 +340,7 @@ class Router:
         if self._neg_scores is None:
             vecs = self.embedder.embed_queries(no_tool_calibration_queries())
             self._neg_scores = np.stack([self.slb.scores(v) for v in vecs])
-        mask = np.fromiter((k in allowed for k in self.slb.keys), dtype=np.bool_, count=len(self.slb.keys))
+        mask = self._allowed_mask(allowed)
         if not mask.any():
             return float("inf")
         return float(np.median(self._neg_scores[:, mask].max(axis=1)))

@@ -16,7 +16,6 @@ Shape::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -45,11 +44,6 @@ def build_set(registry: Registry, n_synthetic: int | None = None) -> dict[str, A
         anchors = list(dict.fromkeys(expand_query(a) for a in anchors if a.strip()))
         out[t.qualified_name] = {"server": t.server, "doc": tool_document(t, DocConfig()), "anchors": anchors}
     return {"version": VERSION, "registry_hash": registry.content_hash(), "tools": out}
-
-
-def set_digest(path: Path = DEFAULT_SET) -> str:
-    """Content hash of a training set file (part of the trained model's recipe key)."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
 def main(argv: list[str] | None = None) -> None:
