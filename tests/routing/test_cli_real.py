@@ -56,7 +56,9 @@ def test_route_prints_candidates_and_decision(runner: CliRunner, registry_dir: P
     assert out["decision"] in ("auto", "escalated", "no-tool") and out["candidates"]
 
 
-def test_eval_routing_writes_all_keys(runner: CliRunner, registry_dir: Path, tmp_path: Path) -> None:
+def test_eval_routing_writes_all_keys(
+    runner: CliRunner, registry_dir: Path, tmp_path: Path, summary_keys: frozenset[str]
+) -> None:
     ev = tmp_path / "e.jsonl"
     ev.write_text(
         "\n".join(
@@ -97,17 +99,5 @@ def test_eval_routing_writes_all_keys(runner: CliRunner, registry_dir: Path, tmp
     assert res.exit_code == 0, res.output
     assert "accuracy=" in res.output and len(res.output.strip().splitlines()) == 1
     s = json.loads(out.read_text())
-    for key in (
-        "n",
-        "accuracy",
-        "accuracy_ci95",
-        "slb_top1",
-        "slb_top3",
-        "candidate_recall",
-        "escalation_rate",
-        "no_tool_false_positive_rate",
-        "latency_ms_p50",
-        "latency_ms_p95",
-    ):
-        assert key in s
+    assert summary_keys <= s.keys(), summary_keys - s.keys()
     assert s["n"] == 3 and s["n_tools"] == 50
