@@ -227,7 +227,11 @@ class MCPServerSource(ToolSource):
         finally:
             died.cancel()
             if not call.done():
+                # Read the id before cancelling: the SDK forgets it when send_request unwinds.
+                request_id = _request_id_of(session, report)
                 call.cancel()
+                if request_id is not None and not dead.is_set():
+                    await self._send_cancelled(session, request_id, tool, timeout)
         if not call.done() or call.cancelled():
             if dead.is_set() or timeout is None:
                 raise _ConnectionLost("the connection to the server was lost")
@@ -250,6 +254,23 @@ class MCPServerSource(ToolSource):
             # The SDK raises RuntimeError when structured output does not match the tool's outputSchema.
             return ToolResult(self.name, tool, [{"type": "text", "text": f"invalid tool result: {exc}"}], is_error=True)
         raise exc
+
+    async def _send_cancelled(
+        self, session: ClientSession, request_id: types.RequestId, tool: str, timeout: float | None
+    ) -> None:
+        """Tell the server to stop working on an abandoned call (MCP ``notifications/cancelled``).
+
+        Without it a timed-out call keeps running server-side: a slow search or a long build would go on using
+        the server's resources, and a write could still land after the user was told it timed out.
+        """
+        reason = f"client timeout after {timeout:g} s" if timeout is not None else "cancelled by the client"
+        params = types.CancelledNotificationParams(requestId=request_id, reason=reason)
+        note = types.CancelledNotification(params=params)
+        try:
+            with anyio.fail_after(self.options.close_timeout):
+                await session.send_notification(types.ClientNotification(note))
+        except Exception as exc:  # a dead pipe here is reported by the next call, not by this one
+            log.warning("MCP server %r: could not cancel %r (request %s): %s", self.name, tool, request_id, exc)
 
     def _to_result(self, tool: str, result: types.CallToolResult) -> ToolResult:
         return ToolResult(
@@ -455,6 +476,16 @@ class MCPServerSource(ToolSource):
             return f" (server stderr was empty; log: {self._log_path})"
         body = "\n  ".join(lines)
         return f"\nlast lines of server stderr ({self._log_path}):\n  {body}"
+
+
+def _request_id_of(session: ClientSession, progress_callback: object) -> types.RequestId | None:
+    """The JSON-RPC id of the in-flight call that registered ``progress_callback`` (None if not sent yet).
+
+    The SDK (1.x) does not return request ids, but it files each request's progress callback under that id
+    (the id doubles as the progress token), and every call here passes its own closure, so identity finds it.
+    """
+    callbacks: Mapping[types.RequestId, object] = getattr(session, "_progress_callbacks", {})
+    return next((rid for rid, cb in callbacks.items() if cb is progress_callback), None)
 
 
 def _leaves(exc: BaseException) -> Iterator[BaseException]:

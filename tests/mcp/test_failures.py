@@ -166,6 +166,20 @@ async def test_timeout_leaves_the_session_usable(probe_cfg: StdioServerConfig, o
         assert source.restarts == 0
 
 
+async def test_timeout_cancels_the_call_on_the_server(probe_cfg: StdioServerConfig, options: SourceOptions) -> None:
+    source = MCPServerSource("probe", probe_cfg, options)
+    async with MultiServerClient([source], default_timeout=1.0) as hub:
+        with pytest.raises(ToolTimeoutError):
+            await hub.call_tool("sleep", {"seconds": 60})
+        # notifications/cancelled is one-way: poll until the server has acted on it (it counts the sleeps it
+        # saw cancelled); without the notification the sleep would run on for the full 60 s.
+        deadline = asyncio.get_running_loop().time() + 30
+        while (count := (await hub.call_tool("cancelled", timeout=60)).text) == "0":
+            assert asyncio.get_running_loop().time() < deadline, "the server never saw the call cancelled"
+            await asyncio.sleep(0.1)
+        assert count == "1"
+
+
 async def test_calls_after_close_are_refused(probe_cfg: StdioServerConfig, options: SourceOptions) -> None:
     source = MCPServerSource("probe", probe_cfg, options)
     await source.start()

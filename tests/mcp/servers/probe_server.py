@@ -3,6 +3,7 @@
 Tools:
   ``pid``     -> this process's pid as text (so a test can kill exactly this server);
   ``sleep``   {seconds} -> sleeps, then answers "slept";
+  ``cancelled`` -> how many ``sleep`` calls the client cancelled (``notifications/cancelled``), as text;
   ``fail``    -> raises, which the SDK turns into ``isError: true``;
   ``crash``   -> writes a line to stderr and exits with status 3 (no answer);
   ``mutate``  -> changes the tool list (drops ``alpha``, adds ``gamma``, rewords ``beta``), then sends
@@ -27,6 +28,7 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 
 mutated = False
+cancelled_sleeps = 0
 
 
 def tool(name: str, description: str, properties: dict[str, Any] | None = None) -> types.Tool:
@@ -39,6 +41,7 @@ def current_tools() -> list[types.Tool]:
     tools = [
         tool("pid", "Return the server's process id."),
         tool("sleep", "Sleep for a while.", {"seconds": {"type": "number"}}),
+        tool("cancelled", "How many sleep calls were cancelled by the client."),
         tool("fail", "Always report an error."),
         tool("crash", "Exit the server process at once."),
         tool("mutate", "Change the tool list and notify the client."),
@@ -60,12 +63,18 @@ async def list_tools() -> list[types.Tool]:
 
 @server.call_tool()
 async def call_tool(name: str, arguments: dict[str, Any]) -> list[types.TextContent]:
-    global mutated
+    global mutated, cancelled_sleeps
     if name == "pid":
         return [types.TextContent(type="text", text=str(os.getpid()))]
     if name == "sleep":
-        await anyio.sleep(float(arguments.get("seconds", 1)))
+        try:
+            await anyio.sleep(float(arguments.get("seconds", 1)))
+        except anyio.get_cancelled_exc_class():
+            cancelled_sleeps += 1
+            raise
         return [types.TextContent(type="text", text="slept")]
+    if name == "cancelled":
+        return [types.TextContent(type="text", text=str(cancelled_sleeps))]
     if name == "fail":
         raise ValueError("probe: this tool always fails")
     if name == "crash":
