@@ -9,7 +9,9 @@ Routing is retrieval only by default (``--reranker none``): an escalated decisio
 to every arm, so leaving it out isolates what the arms differ in.
 (a) and (b) run after a warm conversation prefix (system + one earlier turn, cached in the main sequence), as
 in a live session; (c) is prefilled cold each turn. The selected tool for (a)/(b) is what the router picks, so
-(a) includes routing time. Main-context tokens are the prompt tokens each arm puts in the main sequence.
+(a) includes routing time. Main-context tokens are the prompt tokens each arm puts in the main sequence; "turn
+tokens" are those beyond the warm prefix, i.e. what the arm prefills in this turn (system prompt and history are
+shared by (a) and (b) and already cached, so this is where the two arms differ).
 
 usage: python bench/ttft.py [--model M] [--sizes 10,50,100,250] [--queries K] [--json OUT]
 Writes bench/results/ttft.json, bench/results/ttft.md and bench/results/ttft.png.
@@ -89,7 +91,7 @@ def main() -> None:
         prefix = engine.tokenize_chat([{"role": "system", "content": SYSTEM_MAIN}, *HISTORY])[:-3]
         for n in [int(x) for x in a.sizes.split(",")]:
             arm: dict[str, list[float]] = {"a": [], "b": [], "c": [], "route": []}
-            toks: dict[str, list[int]] = {"a": [], "b": [], "c": []}
+            toks: dict[str, list[int]] = {"a": [], "b": [], "c": [], "turn_a": [], "turn_b": []}
             overflow_c = False
             for qi, it in enumerate(items):
                 must = reg.find(it["tool"], it.get("server"))
@@ -106,11 +108,13 @@ def main() -> None:
                 arm["a"].append(route_ms + ms)
                 arm["route"].append(route_ms)
                 toks["a"].append(nt)
+                toks["turn_a"].append(nt - len(prefix))
                 full = [{"role": "system", "content": SYSTEM_MAIN}, *HISTORY,
                         {"role": "user", "content": arg_request(it["query"], full_schema_text(chosen))}]
                 ms, nt = ttft(engine, full, chosen, MAIN)
                 arm["b"].append(route_ms + ms)
                 toks["b"].append(nt)
+                toks["turn_b"].append(nt - len(prefix))
                 if qi < a.c_queries:
                     all_schemas = "\n".join(full_schema_text(t) for t in tools)
                     msgs = [{"role": "system", "content": f"{SYSTEM_MAIN}\nTools:\n{all_schemas}"}, *HISTORY,
@@ -136,6 +140,10 @@ def main() -> None:
                 "c_overflows": overflow_c,
                 "speedup_a_vs_b": (med["b"] / med["a"]) if med["a"] and med["b"] else None,
                 "token_saving_a_vs_b": (1 - mt["a"] / mt["b"]) if mt["a"] and mt["b"] else None,
+                "turn_tokens_a": mt["turn_a"], "turn_tokens_b": mt["turn_b"],
+                "turn_token_saving_a_vs_b": (
+                    (1 - mt["turn_a"] / mt["turn_b"]) if mt["turn_a"] and mt["turn_b"] else None
+                ),
                 "n_queries": len(items),
             })
     finally:
@@ -146,12 +154,14 @@ def main() -> None:
     out.write_text(json.dumps(report, indent=1))
     lines = [f"TTFT to first argument token, model {a.model}, n_ctx {a.n_ctx} (median over queries)", "",
              "| N | (a) IR ms | (b) full schema ms | (c) all schemas ms | a vs b | tokens a | tokens b | tokens c "
-             "| token saving a vs b |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| token saving a vs b | turn tokens a / b | turn token saving |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         c = "overflow" if r["c_overflows"] else (f"{r['ttft_ms_c']:.0f}" if r["ttft_ms_c"] else "-")
         lines.append(f"| {r['n_tools']} | {r['ttft_ms_a']:.0f} | {r['ttft_ms_b']:.0f} | {c} | "
                      f"{r['speedup_a_vs_b']:.2f}× | {r['tokens_a']:.0f} | {r['tokens_b']:.0f} | "
-                     f"{r['tokens_c'] if r['tokens_c'] is not None else '-'} | {r['token_saving_a_vs_b']:.0%} |")
+                     f"{r['tokens_c'] if r['tokens_c'] is not None else '-'} | {r['token_saving_a_vs_b']:.0%} | "
+                     f"{r['turn_tokens_a']:.0f} / {r['turn_tokens_b']:.0f} | {r['turn_token_saving_a_vs_b']:.0%} |")
     md = "\n".join(lines) + "\n"
     out.with_suffix(".md").write_text(md)
     print(md)
