@@ -9,14 +9,23 @@ The result is a JSON cache shipped with the package (``routing/data/synthetic_qu
     {"model": "...", "prompt_version": 1, "seed": 0,
      "tools": {"<server>__<tool>": {"hash": "<tool content hash>", "queries": ["...", ...]}}}
 
-Regenerate (resumable; entries whose tool hash still matches are kept)::
+Regenerate (resumable; entries whose tool hash still matches are kept; ``--shard I/K`` runs write separate
+files whose ``tools`` maps are disjoint, to be merged)::
 
-    python -m nexus_agent.routing.synth --registry ../shared/mcp-registry --model qwen0.5b
+    python -m nexus_agent.routing.synth --registry ../shared/mcp-registry --model qwen1.5b [--style situational]
 
-The shipped file mixes two runs; each entry records its model. The 86 ``github_all`` tools were made with
-qwen1.5b and prompt version 2 (about 13 s per tool on one core); the other 262 tools with qwen0.5b and version 1
-(about 9 s per tool), whose queries are noisier. Running again with ``--model qwen1.5b`` regenerates the
-entries made by another model. The file also feeds the fine-tuning set (:mod:`nexus_agent.routing.tune`).
+Two styles, each in its own cache file:
+
+* ``short`` (``synthetic_queries.json``): terse chat requests, 8 per tool. The router indexes the first 6
+  (for embedders that want them) and keeps the rest for τ calibration.
+* ``situational`` (``synthetic_situational.json``): 4 per tool, one or two sentences that give some context
+  before the ask ("We've got a picnic in Lisbon on Saturday. Is it going to rain?"). Real requests come in both
+  shapes, and an embedder tuned on terse requests alone ranks long, context-heavy ones poorly. Used only as
+  fine-tuning anchors.
+
+Every entry records its model; a run with another ``--model`` regenerates the entries made by a different
+model. Both files feed the fine-tuning set (:mod:`nexus_agent.routing.tune`). Both styles were made with
+qwen1.5b (about 10–13 s per tool on one core).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import re
 import sys
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +45,7 @@ from nexus_agent.signature import SignatureOptions, first_sentence, signature
 
 PROMPT_VERSION = 2
 DEFAULT_CACHE = Path(__file__).parent / "data" / "synthetic_queries.json"
+SITUATIONAL_CACHE = Path(__file__).parent / "data" / "synthetic_situational.json"
 
 _SYSTEM = (
     "You write realistic requests that users type to an AI assistant. "
@@ -65,6 +76,40 @@ _EXAMPLE_ANSWER = (
 )
 
 
+_SYSTEM_SITUATIONAL = (
+    "You write realistic messages that users send to an AI assistant. "
+    "Given one tool, write requests that this exact tool would handle. "
+    "Each request is one or two sentences: the user first gives a bit of context (what they are working on, "
+    "why they need it), then asks, the way people write in a chat. Vary the situations and the wording. "
+    "Use concrete made-up names and values (owner/repo, #123, file paths, IDs, dates) when the tool takes them. "
+    "Do not mention the tool name. Output one request per line, no numbering, nothing else."
+)
+_EXAMPLE_ANSWER_SITUATIONAL = (
+    "I'm flying to Tokyo on Friday and still packing, what does the weather look like there for the next 5 days?\n"
+    "We've got a picnic planned in Lisbon on Saturday. Is it going to rain?\n"
+    "My colleague in Chicago is American, so give me the 3-day outlook there in fahrenheit for her.\n"
+    "Thinking of cycling to work in Oslo all next week; how cold will the mornings get?"
+)
+
+
+@dataclass(frozen=True)
+class Style:
+    """One way of phrasing requests: its prompt, how many per tool, and where its cache lives."""
+
+    name: str
+    system: str
+    example_answer: str
+    n: int
+    cache: Path
+    tokens_per_query: int  # generation budget
+
+
+STYLES = {
+    "short": Style("short", _SYSTEM, _EXAMPLE_ANSWER, 8, DEFAULT_CACHE, 30),
+    "situational": Style("situational", _SYSTEM_SITUATIONAL, _EXAMPLE_ANSWER_SITUATIONAL, 4, SITUATIONAL_CACHE, 60),
+}
+
+
 def _method_hint(tool: Tool) -> str:
     """Consolidated tools (``method`` enum) need requests for every variant, or only the first gets covered."""
     props = tool.input_schema.get("properties") or {}
@@ -76,7 +121,7 @@ def _method_hint(tool: Tool) -> str:
     return ""
 
 
-def build_prompt(tool: Tool, n: int) -> list[dict[str, str]]:
+def build_prompt(tool: Tool, n: int, style: Style = STYLES["short"]) -> list[dict[str, str]]:
     """Chat messages asking for ``n`` requests for ``tool`` (shape: OpenAI-style message list)."""
     desc = " ".join(tool.description.split())
     if len(desc) > 400:
@@ -86,10 +131,11 @@ def build_prompt(tool: Tool, n: int) -> list[dict[str, str]]:
         f"Service: {tool.server}\nTool: {sig}\nWhat it does: {desc}{_method_hint(tool)}\n\n"
         f"Write {n} different user requests for this tool, one per line."
     )
+    n_example = style.example_answer.count("\n") + 1
     return [
-        {"role": "system", "content": _SYSTEM},
-        {"role": "user", "content": _EXAMPLE_USER.format(n=n)},
-        {"role": "assistant", "content": _EXAMPLE_ANSWER},
+        {"role": "system", "content": style.system},
+        {"role": "user", "content": _EXAMPLE_USER.format(n=n_example)},
+        {"role": "assistant", "content": style.example_answer},
         {"role": "user", "content": user},
     ]
 
@@ -129,8 +175,16 @@ def queries_for(tools: Iterable[Tool], path: Path = DEFAULT_CACHE) -> dict[str, 
     return out
 
 
-def generate(tools: list[Tool], model_path: Path, out: Path, n: int = 8, seed: int = 0, n_threads: int = 2) -> None:
-    """Generate (resumably) queries for every tool in ``tools`` into ``out``."""
+def generate(
+    tools: list[Tool],
+    model_path: Path,
+    out: Path,
+    n: int = 8,
+    seed: int = 0,
+    n_threads: int = 2,
+    style: Style = STYLES["short"],
+) -> None:
+    """Generate (resumably) ``n`` queries in ``style`` for every tool in ``tools`` into ``out``."""
     from llama_cpp import Llama
 
     cache = load_cache(out)
@@ -138,6 +192,7 @@ def generate(tools: list[Tool], model_path: Path, out: Path, n: int = 8, seed: i
     for e in cache.get("tools", {}).values():
         e.setdefault("model", default_model)
     cache.update({"model": model_path.name, "prompt_version": PROMPT_VERSION, "seed": seed, "n": n})
+    cache["style"] = style.name
     entries: dict[str, Any] = cache.setdefault("tools", {})
 
     def stale(t: Tool) -> bool:
@@ -162,8 +217,8 @@ def generate(tools: list[Tool], model_path: Path, out: Path, n: int = 8, seed: i
     for i, tool in enumerate(todo):
         llm.reset()
         res: Any = llm.create_chat_completion(
-            build_prompt(tool, n),  # type: ignore[arg-type]  # plain role/content dicts
-            max_tokens=30 * n,
+            build_prompt(tool, n, style),  # type: ignore[arg-type]  # plain role/content dicts
+            max_tokens=style.tokens_per_query * n,
             temperature=0.7,
             top_p=0.95,
             seed=seed,
@@ -188,15 +243,22 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--registry", required=True)
     ap.add_argument("--profile", default=None)
     ap.add_argument("--model", default="qwen0.5b", help="model short name or GGUF path")
-    ap.add_argument("--out", type=Path, default=DEFAULT_CACHE)
-    ap.add_argument("-n", type=int, default=8)
+    ap.add_argument("--style", choices=sorted(STYLES), default="short")
+    ap.add_argument("--out", type=Path, default=None, help="cache file (default: the style's shipped file)")
+    ap.add_argument("-n", type=int, default=None, help="requests per tool (default: the style's)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--shard", default=None, help="I/K: only every K-th tool from the I-th (parallel runs)")
     args = ap.parse_args(argv)
     from nexus_agent.routing.modelpath import resolve_model
 
     tools = load_registry(args.registry).profile(args.profile)
-    generate(tools, resolve_model(args.model), args.out, n=args.n, seed=args.seed, n_threads=args.threads)
+    if args.shard:
+        i, k = (int(x) for x in args.shard.split("/"))
+        tools = tools[i::k]
+    style = STYLES[args.style]
+    out = args.out or style.cache
+    generate(tools, resolve_model(args.model), out, args.n or style.n, args.seed, args.threads, style)
 
 
 if __name__ == "__main__":

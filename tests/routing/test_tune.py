@@ -43,7 +43,9 @@ def test_shipped_set_matches_the_registry_and_never_contains_eval_queries(regist
 def test_recipe_key_follows_the_training_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     before = build.recipe_key()
     changed = tmp_path / "set.json"
-    changed.write_text(DEFAULT_SET.read_text().replace('"version": 1', '"version": 2'))
+    data = json.loads(DEFAULT_SET.read_text())
+    data["version"] += 1
+    changed.write_text(json.dumps(data))
     monkeypatch.setattr(build, "DEFAULT_SET", changed)
     assert build.recipe_key() != before
 

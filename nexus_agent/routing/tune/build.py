@@ -19,7 +19,7 @@ from nexus_agent.routing.tune.dataset import DEFAULT_SET
 
 # torch 2.13.0 is the CPU wheel that pip takes from this machine's disk; a bare ``torch`` pulls a CUDA build.
 BUILD_PINS = ("torch==2.13.0", "transformers==5.24.0", "onnx==1.23.2", "onnxruntime==1.32.0")
-STEPS = 200
+STEPS = 300
 SEED = 0
 SCRIPT = Path(__file__).with_name("train_biencoder.py")
 

@@ -1,8 +1,9 @@
 """The fine-tuning set: for each registry tool, its retrieval document and the requests that should find it.
 
-Anchors (the "queries" side of a training pair) are the tool's first ``n_synthetic`` synthetic example requests
-(the rest stay held out for τ calibration, as in the router), the first sentence of its description, and its name
-split into words. Everything comes from the tool definition; the shipped set is
+Anchors (the "queries" side of a training pair) are the tool's first ``n_synthetic`` short synthetic requests
+(the rest stay held out for τ calibration, as in the router), its situational requests (context, then the ask),
+the first sentence of its description, and its name split into words, in that order. Everything comes from the
+tool definition; the shipped set is
 ``routing/data/tuning_set.json``, rebuilt with::
 
     python -m nexus_agent.routing.tune.dataset --registry ../shared/mcp-registry
@@ -24,10 +25,10 @@ from nexus_agent.registry import Registry, load_registry
 from nexus_agent.routing.docs import DocConfig, split_identifier, tool_document
 from nexus_agent.routing.query import expand_query
 from nexus_agent.routing.router import RouterConfig
-from nexus_agent.routing.synth import queries_for
+from nexus_agent.routing.synth import SITUATIONAL_CACHE, queries_for
 from nexus_agent.signature import first_sentence
 
-VERSION = 1
+VERSION = 2  # 2: situational requests added to the anchors
 DEFAULT_SET = Path(__file__).parent.parent / "data" / "tuning_set.json"
 
 
@@ -36,9 +37,11 @@ def build_set(registry: Registry, n_synthetic: int | None = None) -> dict[str, A
     n = RouterConfig().n_synthetic_indexed if n_synthetic is None else n_synthetic
     tools = registry.profile(None)
     synth = queries_for(tools)
+    situational = queries_for(tools, SITUATIONAL_CACHE)
     out: dict[str, Any] = {}
     for t in tools:
-        anchors = [*synth.get(t.qualified_name, [])[:n], first_sentence(" ".join(t.description.split()))]
+        anchors = [*synth.get(t.qualified_name, [])[:n], *situational.get(t.qualified_name, [])]
+        anchors.append(first_sentence(" ".join(t.description.split())))
         anchors.append(split_identifier(t.name))
         # the router expands chat abbreviations before embedding a query, so train on what it will see
         anchors = list(dict.fromkeys(expand_query(a) for a in anchors if a.strip()))
