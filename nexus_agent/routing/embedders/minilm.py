@@ -61,8 +61,8 @@ class MiniLMEmbedder(Embedder):
 class MiniLMToolsEmbedder(MiniLMEmbedder):
     """MiniLM fine-tuned on registry tool data (:mod:`nexus_agent.routing.tune`); the default router embedder.
 
-    It was trained on each tool's indexed synthetic requests, so indexing them again as extra SLB rows adds
-    nothing (see bench/results/routing_ablation.md).
+    It was trained on each tool's indexed synthetic requests (plus its situational ones), so indexing them again
+    as extra SLB rows adds nothing (see bench/results/routing_ablation_tuned.md).
     """
 
     index_synthetic = False
