@@ -228,7 +228,7 @@ CATALOG: dict[str, ModelSpec] = {
             kind="embedding",
             assembly="trained",
             filename="minilm-tools",
-            notes="built here by nexus_agent/routing/tune (torch in a build venv; ~10 min on 2 cores)",
+            notes="built here by nexus_agent/routing/tune (torch in a build venv; ~12 min on 2 cores)",
         ),
         ModelSpec(
             name="tiny",

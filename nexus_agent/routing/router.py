@@ -156,7 +156,7 @@ class Router:
         self._last_query: tuple[str, F32] | None = None
         self.gate: Gate | None = None
         self.min_dense: float | None = self.cfg.min_dense
-        self._neg_scores: F32 | None = None  # [no-tool calibration query, tool] dense scores, for subset floors
+        self._neg_scores: F32 | None = None  # [no-tool calibration query, tool] dense scores, for the relevance floors
         self._load_initial(list(tools))
 
     # --- registry changes (MCP tools/list_changed diffs) -------------------------------------------------
@@ -322,11 +322,9 @@ class Router:
             # data, written for calibration only). Tool requests rarely score that low, and the no-tool
             # requests above the floor usually have a small margin, so they escalate and the reranker can
             # still answer "none".
-            negs = no_tool_calibration_queries()
-            best_neg = [float(self.slb.scores(v).max()) for v in self.embedder.embed_queries(negs)]
             data = {
                 "tau": tau,
-                "min_dense": float(np.percentile(best_neg, self.cfg.floor_percentile)),
+                "min_dense": self._floor_over(np.ones(len(self.slb.keys), dtype=np.bool_)),
                 "n_queries": len(queries),
                 "margin_p50": float(np.median(ms)),
             }
@@ -338,14 +336,18 @@ class Router:
         return {k: float(v) for k, v in data.items()}
 
     def _subset_floor(self, allowed: set[str]) -> float:
-        """The relevance floor as if the router held only ``allowed``: the same statistic as :meth:`calibrate`
-        (a percentile of the no-tool calibration requests' best dense scores), taken over the subset. With 10 tools the
-        best match of a generic request is much weaker than with 300, so the whole-registry floor would turn
-        real requests into "no tool" (measured: 24 of 134 github_dev items at N=10)."""
+        """The relevance floor as if the router held only ``allowed``: the same statistic as :meth:`calibrate`,
+        taken over the subset. With 10 tools the best match of a generic request is much weaker than with 300,
+        so the whole-registry floor would turn real requests into "no tool" (measured: 24 of 134 github_dev
+        items at N=10)."""
+        return self._floor_over(self._allowed_mask(allowed))
+
+    def _floor_over(self, mask: npt.NDArray[np.bool_]) -> float:
+        """``floor_percentile`` of the no-tool calibration requests' best dense score among the tools in
+        ``mask`` (over ``slb.keys``); +inf when the mask is empty (nothing can fit)."""
         if self._neg_scores is None:
             vecs = self.embedder.embed_queries(no_tool_calibration_queries())
-            self._neg_scores = np.stack([self.slb.scores(v) for v in vecs])
-        mask = self._allowed_mask(allowed)
+            self._neg_scores = np.stack([self.slb.scores(v) for v in vecs])  # [query, tool]
         if not mask.any():
             return float("inf")
         return float(np.percentile(self._neg_scores[:, mask].max(axis=1), self.cfg.floor_percentile))

@@ -6,8 +6,8 @@ The queries come only from the tool's own name, description and signature, never
 
 The result is a JSON cache shipped with the package (``routing/data/synthetic_queries.json``)::
 
-    {"model": "...", "prompt_version": 1, "seed": 0,
-     "tools": {"<server>__<tool>": {"hash": "<tool content hash>", "queries": ["...", ...]}}}
+    {"model": "...", "prompt_version": 2, "seed": 0, "n": 8, "style": "short",
+     "tools": {"<server>__<tool>": {"hash": "<tool content hash>", "model": "...", "queries": ["...", ...]}}}
 
 Regenerate (resumable; entries whose tool hash still matches are kept; ``--shard I/K`` runs write separate
 files whose ``tools`` maps are disjoint, to be merged)::
@@ -191,8 +191,9 @@ def generate(
     default_model = cache.get("model", model_path.name)  # entries without their own "model" were made by it
     for e in cache.get("tools", {}).values():
         e.setdefault("model", default_model)
-    cache.update({"model": model_path.name, "prompt_version": PROMPT_VERSION, "seed": seed, "n": n})
-    cache["style"] = style.name
+    cache.update(
+        {"model": model_path.name, "prompt_version": PROMPT_VERSION, "seed": seed, "n": n, "style": style.name}
+    )
     entries: dict[str, Any] = cache.setdefault("tools", {})
 
     def stale(t: Tool) -> bool:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -31,4 +32,15 @@ def summary_keys() -> frozenset[str]:
             "latency_ms_p50",
             "latency_ms_p95",
         }
+    )
+
+
+@pytest.fixture(scope="session")
+def eval_queries(registry_dir: Path) -> frozenset[str]:
+    """Every query of ../shared/eval/*.jsonl, stripped and lower-cased: what generated data must not copy."""
+    return frozenset(
+        json.loads(line)["query"].strip().lower()
+        for f in (registry_dir.parent / "eval").glob("*.jsonl")
+        for line in f.read_text().splitlines()
+        if line.strip()
     )

@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from nexus_agent.registry import load_registry
 from nexus_agent.routing.synth import STYLES, build_prompt, load_cache, parse_queries, queries_for
-
-
-def _eval_queries(shared: Path) -> set[str]:
-    return {
-        json.loads(line)["query"].strip().lower()
-        for f in (shared / "eval").glob("*.jsonl")
-        for line in f.read_text().splitlines()
-        if line.strip()
-    }
 
 
 def test_parse_queries_drops_numbering_echoes_and_duplicates(registry_dir: Path) -> None:
@@ -39,7 +29,9 @@ def test_prompt_shows_the_tool_and_a_worked_example_of_the_style(registry_dir: P
 
 
 @pytest.mark.parametrize("style", sorted(STYLES))
-def test_shipped_cache_covers_the_registry_and_holds_no_eval_queries(registry_dir: Path, style: str) -> None:
+def test_shipped_cache_covers_the_registry_and_holds_no_eval_queries(
+    registry_dir: Path, eval_queries: frozenset[str], style: str
+) -> None:
     reg = load_registry(registry_dir)
     tools = reg.profile(None)
     cache = STYLES[style].cache
@@ -52,5 +44,5 @@ def test_shipped_cache_covers_the_registry_and_holds_no_eval_queries(registry_di
     assert len(empty) <= 3, empty
     assert {e["model"] for e in load_cache(cache)["tools"].values()} == {"qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"}
     made = {q.strip().lower() for qs in current.values() for q in qs}
-    leaked = made & _eval_queries(registry_dir.parent)
+    leaked = made & eval_queries
     assert len(leaked) <= 2, f"eval queries in the synthetic set: {sorted(leaked)[:5]}"

@@ -10,7 +10,7 @@ tool definition; the shipped set is
 
 Shape::
 
-    {"version": 1, "registry_hash": "...", "tools": {"<server>__<tool>": {"server": ..., "doc": ...,
+    {"version": 2, "registry_hash": "...", "tools": {"<server>__<tool>": {"server": ..., "doc": ...,
      "anchors": [...]}}}
 """
 
