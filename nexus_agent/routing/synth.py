@@ -255,7 +255,12 @@ def main(argv: list[str] | None = None) -> None:
 
     tools = load_registry(args.registry).profile(args.profile)
     if args.shard:
-        i, k = (int(x) for x in args.shard.split("/"))
+        try:
+            i, k = (int(x) for x in args.shard.split("/"))
+        except ValueError:
+            ap.error(f"--shard {args.shard!r}: expected I/K with integers, e.g. 0/4")
+        if not 0 <= i < k:
+            ap.error(f"--shard {args.shard!r}: need 0 <= I < K")
         tools = tools[i::k]
     style = STYLES[args.style]
     out = args.out or style.cache

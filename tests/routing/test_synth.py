@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from nexus_agent.registry import load_registry
-from nexus_agent.routing.synth import STYLES, build_prompt, load_cache, parse_queries, queries_for
+from nexus_agent.routing.synth import STYLES, build_prompt, load_cache, main, parse_queries, queries_for
 
 
 def test_parse_queries_drops_numbering_echoes_and_duplicates(registry_dir: Path) -> None:
@@ -46,3 +46,13 @@ def test_shipped_cache_covers_the_registry_and_holds_no_eval_queries(
     made = {q.strip().lower() for qs in current.values() for q in qs}
     leaked = made & eval_queries
     assert len(leaked) <= 2, f"eval queries in the synthetic set: {sorted(leaked)[:5]}"
+
+
+@pytest.mark.parametrize("shard", ["x/4", "4/4", "1/2/3"])
+def test_bad_shard_is_a_usage_error_naming_the_value(
+    registry_dir: Path, shard: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--registry", str(registry_dir), "--shard", shard])
+    assert exc.value.code == 2
+    assert f"--shard '{shard}'" in capsys.readouterr().err
