@@ -15,6 +15,7 @@ Rules (why: the LLM reads many of these at once, so every token must carry routi
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,11 +32,35 @@ class SignatureOptions:
     desc_chars: int = 0  # per-parameter description kept as ``/* … */``; 0 = none
     tool_desc_chars: int = 0  # tool description appended after `` — ``; 0 = none
     max_params: int | None = None  # parameters shown before ``…`` (required ones first); None = all
+    # drop a parameter description that only restates the parameter's and tool's names ("owner /*Repository
+    # owner*/", "perPage /*Results per page for pagination*/"): it costs tokens every turn and binds nothing
+    skip_restating_desc: bool = False
 
 
 def _truncate(text: str, n: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: max(0, n - 1)].rstrip() + "…"
+
+
+# Words that add nothing to a parameter name in a GitHub-style schema description.
+_FILLER = frozenset({
+    "a", "an", "the", "of", "for", "to", "in", "on", "by", "and", "or", "is", "are", "this", "that", "with", "be",
+    "as", "if", "it", "its", "at", "from", "use", "used", "repository", "repo", "github", "number", "name", "id",
+    "identifier", "value", "min", "max", "per", "page", "pagination", "results", "result", "optional", "specified",
+    "given", "filter", "filters", "content", "text",
+})
+
+
+def _words(text: str) -> set[str]:
+    """Lower-case word set of ``text``, with camelCase and snake_case split."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text).replace("_", " ")
+    return {w for w in re.findall(r"[a-z0-9]+", spaced.lower())}
+
+
+def restates(desc: str, param: str, tool: str) -> bool:
+    """Whether ``desc`` says nothing beyond the parameter's and the tool's names (plus filler words)."""
+    known = _words(param) | _words(tool) | _FILLER
+    return all(w.isdigit() or w in known or w.rstrip("s") in known for w in _words(desc))
 
 
 def first_sentence(text: str) -> str:
@@ -48,9 +73,10 @@ def first_sentence(text: str) -> str:
 
 
 class _Renderer:
-    def __init__(self, root: Mapping[str, Any], opts: SignatureOptions) -> None:
+    def __init__(self, root: Mapping[str, Any], opts: SignatureOptions, tool_name: str = "") -> None:
         self.root = root
         self.opts = opts
+        self.tool_name = tool_name
 
     def resolve(self, schema: Mapping[str, Any], depth: int = 0) -> Mapping[str, Any]:
         ref = schema.get("$ref")
@@ -106,7 +132,12 @@ class _Renderer:
             ps = props[name]
             piece = f"{name}{'' if name in req else '?'}: {self.type_of(ps)}"
             desc = self.resolve(ps).get("description")
-            if self.opts.desc_chars > 0 and isinstance(desc, str) and desc.strip():
+            if (
+                self.opts.desc_chars > 0
+                and isinstance(desc, str)
+                and desc.strip()
+                and not (self.opts.skip_restating_desc and restates(desc, name, self.tool_name))
+            ):
                 piece += f" /*{_truncate(desc, self.opts.desc_chars)}*/"
             out.append(piece)
         return out
@@ -115,7 +146,7 @@ class _Renderer:
 def signature(tool: Tool, opts: SignatureOptions | None = None) -> str:
     """The compressed signature of ``tool`` (see module docstring for the rules)."""
     opts = opts or SignatureOptions()
-    r = _Renderer(tool.input_schema, opts)
+    r = _Renderer(tool.input_schema, opts, tool.name)
     params = r.params()
     if opts.max_params is not None and len(params) > opts.max_params:
         params = [*params[: opts.max_params], "…"]

@@ -53,3 +53,15 @@ def test_signature_is_much_shorter_than_schema(registry_dir: Path) -> None:
     reg = load_registry(registry_dir)
     ratio = [len(signature(t)) / len(json.dumps(t.to_mcp())) for t in reg.tools.values()]
     assert sorted(ratio)[len(ratio) // 2] < 0.3
+
+
+def test_restating_descriptions_are_dropped_and_informative_ones_kept(registry_dir: Path) -> None:
+    reg = load_registry(registry_dir)
+    opts = SignatureOptions(desc_chars=48, skip_restating_desc=True)
+    sig = signature(reg.tools["github__list_secret_scanning_alerts"], opts)
+    # "Repository owner"-style text only repeats the name: dropped
+    assert "page?: number," in sig and "owner: string," in sig
+    # an enum's meaning or a format hint is information the name lacks: kept
+    assert "secret_type?: string /*A comma-separated list of secret types" in sig
+    full = signature(reg.tools["github__list_secret_scanning_alerts"], SignatureOptions(desc_chars=48))
+    assert len(sig) < len(full)
