@@ -8,8 +8,9 @@ Rules (why: the LLM reads many of these at once, so every token must carry routi
 * ``enum``/``const`` become literal unions (long enums are cut with ``|…``);
 * arrays are ``T[]``; unions (``anyOf``/``oneOf``/type lists) are ``A|B``; ``$ref`` into ``$defs`` is resolved;
 * nested objects are abbreviated to their first few keys, ``{a, b?, …}``;
-* parameter descriptions are dropped by default, or truncated to ``desc_chars`` characters when asked, and the
-  tool description is appended (truncated) only when ``tool_desc_chars > 0``.
+* parameter descriptions are dropped by default, or truncated to ``desc_chars`` characters when asked (with
+  ``skip_restating_desc``, still dropped where they only restate the names), and the tool description is
+  appended (truncated) only when ``tool_desc_chars > 0``.
 """
 
 from __future__ import annotations
@@ -51,16 +52,19 @@ _FILLER = frozenset({
 })
 
 
-def _words(text: str) -> set[str]:
-    """Lower-case word set of ``text``, with camelCase and snake_case split."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text).replace("_", " ")
-    return {w for w in re.findall(r"[a-z0-9]+", spaced.lower())}
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def words(text: str) -> set[str]:
+    """Lower-case word tokens, with camelCase and snake_case split (``perPage`` -> per, page)."""
+    text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
+    return set(_WORD.findall(text.lower()))
 
 
 def restates(desc: str, param: str, tool: str) -> bool:
     """Whether ``desc`` says nothing beyond the parameter's and the tool's names (plus filler words)."""
-    known = _words(param) | _words(tool) | _FILLER
-    return all(w.isdigit() or w in known or w.rstrip("s") in known for w in _words(desc))
+    known = words(param) | words(tool) | _FILLER
+    return all(w.isdigit() or w in known or w.rstrip("s") in known for w in words(desc))
 
 
 def first_sentence(text: str) -> str:
@@ -73,7 +77,7 @@ def first_sentence(text: str) -> str:
 
 
 class _Renderer:
-    def __init__(self, root: Mapping[str, Any], opts: SignatureOptions, tool_name: str = "") -> None:
+    def __init__(self, root: Mapping[str, Any], opts: SignatureOptions, tool_name: str) -> None:
         self.root = root
         self.opts = opts
         self.tool_name = tool_name

@@ -21,7 +21,7 @@ from llama_cpp.llama_grammar import json_schema_to_gbnf
 from nexus_agent.agent.prompts import SYSTEM_MAIN, arg_request
 from nexus_agent.engine import MAIN, Engine, Generation
 from nexus_agent.registry import Tool
-from nexus_agent.signature import SignatureOptions, signature
+from nexus_agent.signature import SignatureOptions, signature, words
 
 # Parameter descriptions stay (dropping them all cost 3 of 134 github_dev items, mostly a consolidated tool's
 # `method`), except those that only restate the name ("owner /*Repository owner*/"): dropping those kept the same
@@ -88,15 +88,6 @@ def grammar_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
         s["additionalProperties"] = False
     s.setdefault("properties", {})
     return s
-
-
-_WORD = re.compile(r"[a-z0-9]+")
-
-
-def words(text: str) -> set[str]:
-    """Lower-case word tokens, with camelCase and snake_case split (``perPage`` -> per, page)."""
-    text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
-    return set(_WORD.findall(text.lower()))
 
 
 def _mentioned(name_words: set[str], text_words: set[str]) -> bool:
