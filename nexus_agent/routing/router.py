@@ -14,7 +14,6 @@ import json
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -26,6 +25,7 @@ from nexus_agent.routing.embedders.base import Embedder
 from nexus_agent.routing.gate import Gate, adversarial_pairs, calibrate_tau
 from nexus_agent.routing.lexical import BM25Index
 from nexus_agent.routing.query import expand_query
+from nexus_agent.routing.relevance import best_similarity, looks_like_no_tool, no_tool_exemplars
 from nexus_agent.routing.rerank.base import Reranker
 from nexus_agent.routing.slb import SLB, cache_path
 from nexus_agent.routing.synth import queries_for
@@ -53,12 +53,15 @@ class RouterConfig:
     tau: float | None = None  # None → calibrate on adversarial pairs
     tau_percentile: float = 20.0
     min_dense: float | None = None  # relevance floor on the best dense score; None → calibrate
-    # The floor is this percentile of the no-tool calibration requests' best dense scores. 60 rather than the
-    # median: with minilm-tools (tuning set v2) the median let 0.53 of the no-tool test requests through at
-    # github_all, the 60th 0.38, while the tool requests of both dev sets below it went from 0.0 / 1.7% to
-    # 0.7% / 2.3% (github_dev / mixed_dev); the 70th costs 4.5% of github_dev.
-    floor_percentile: float = 60.0
+    # The floor is this percentile of the no-tool exemplars' best dense scores. It was the 60th while the floor
+    # was the only relevance signal; with the exemplar test (relevance.py) the 40th turns away fewer tool
+    # requests (github_dev 1.5% vs 4.5% at github_all, 6.0% vs 7.5% at N = 10) for about the same false tool
+    # calls (bench/results/relevance.md).
+    floor_percentile: float = 40.0
     expand: bool = True  # spell out chat abbreviations (PR, repo, deps …) before retrieval
+    # no tool when the request is closer to a no-tool exemplar than to any tool or tool request (relevance.py)
+    exemplars: bool = True
+    own_requests: int = 8  # synthetic example requests per tool on the tool side of that test (0: documents only)
 
 
 @dataclass
@@ -78,6 +81,7 @@ class RouteResult:
     latency_ms: float
     rerank_scores: list[float] = field(default_factory=list)
     escalated: bool = False  # the gate sent it to the reranker (its outcome may still be no-tool)
+    exemplar_similarity: float | None = None  # best cosine to a no-tool exemplar (None: exemplars off)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,12 +91,7 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
-_NO_TOOL_CALIBRATION = Path(__file__).parent / "data" / "no_tool_calibration.txt"
-
-
-def no_tool_calibration_queries() -> list[str]:
-    lines = _NO_TOOL_CALIBRATION.read_text(encoding="utf-8").splitlines()
-    return [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
+_QUERY_KEY = "\x00query\x00"  # marks query-side texts in the shared text → vector memo
 
 
 class EmbeddingCache:
@@ -110,6 +109,17 @@ class EmbeddingCache:
         if not texts:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
         return np.stack([self._docs[t] for t in texts])
+
+    def queries(self, texts: Sequence[str]) -> F32:
+        """Like :meth:`documents` for query-side texts (an asymmetric embedder gives them another prefix)."""
+        keys = [_QUERY_KEY + t for t in texts]
+        missing = list(dict.fromkeys(k for k in keys if k not in self._docs))
+        if missing:
+            vecs = self.embedder.embed_queries([k[len(_QUERY_KEY) :] for k in missing])
+            self._docs.update(zip(missing, vecs, strict=True))
+        if not texts:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.stack([self._docs[k] for k in keys])
 
     def load(self, path: Any) -> None:
         if path.exists():
@@ -156,7 +166,10 @@ class Router:
         self._last_query: tuple[str, F32] | None = None
         self.gate: Gate | None = None
         self.min_dense: float | None = self.cfg.min_dense
-        self._neg_scores: F32 | None = None  # [no-tool calibration query, tool] dense scores, for the relevance floors
+        self._neg_scores: F32 | None = None  # [no-tool exemplar, tool] dense scores, for the relevance floors
+        self._exemplars: F32 | None = None  # [n_exemplars, dim] unit rows
+        # the tool side of the exemplar test: unit rows [n, dim] and the tool each row belongs to
+        self._requests: tuple[F32, npt.NDArray[np.str_]] | None = None
         self._load_initial(list(tools))
 
     # --- registry changes (MCP tools/list_changed diffs) -------------------------------------------------
@@ -233,6 +246,7 @@ class Router:
         if self.cfg.min_dense is None:
             self.min_dense = None
         self._neg_scores = None
+        self._requests = None
 
     @property
     def bm25(self) -> BM25Index:
@@ -302,7 +316,9 @@ class Router:
 
     def calibrate(self) -> dict[str, float]:
         """Calibrate τ (and the relevance floor) on registry-derived adversarial queries; cached on disk."""
-        key = f"{self.slb_content_key()}-{_digest(json.dumps(asdict(self.cfg), sort_keys=True))}"
+        # the exemplars' text is part of the key: editing them moves the floor and the allowances
+        cfg = json.dumps(asdict(self.cfg), sort_keys=True) + "\n".join(no_tool_exemplars())
+        key = f"{self.slb_content_key()}-{_digest(cfg)}"
         path = cache_path(self.embedder.fingerprint(), key, ".calib.json")
         if path.exists():
             data = json.loads(path.read_text())
@@ -346,11 +362,32 @@ class Router:
         """``floor_percentile`` of the no-tool calibration requests' best dense score among the tools in
         ``mask`` (over ``slb.keys``); +inf when the mask is empty (nothing can fit)."""
         if self._neg_scores is None:
-            vecs = self.embedder.embed_queries(no_tool_calibration_queries())
-            self._neg_scores = np.stack([self.slb.scores(v) for v in vecs])  # [query, tool]
+            self._neg_scores = np.stack([self.slb.scores(v) for v in self.exemplar_vectors()])  # [query, tool]
         if not mask.any():
             return float("inf")
         return float(np.percentile(self._neg_scores[:, mask].max(axis=1), self.cfg.floor_percentile))
+
+    def exemplar_vectors(self) -> F32:
+        """The no-tool exemplars, embedded as queries: ``[n_exemplars, dim]``."""
+        if self._exemplars is None:
+            self._exemplars = self.embedder.embed_queries(no_tool_exemplars())
+        return self._exemplars
+
+    def tool_requests(self) -> tuple[F32, npt.NDArray[np.str_]]:
+        """The tool side of the exemplar test: each tool's first ``own_requests`` synthetic requests and its
+        description's first sentence, embedded as queries (memoised on disk), as ``([n, dim], owners [n])``."""
+        if self._requests is None:
+            texts: list[str] = []
+            owners: list[str] = []
+            for k, t in self.tools.items():
+                own = [*self._synth.get(k, [])[: self.cfg.own_requests], first_sentence(t.description) or t.name]
+                own = [expand_query(q) if self.cfg.expand else q for q in own]
+                texts += own
+                owners += [k] * len(own)
+            vecs = self.cache.queries(texts)
+            self.cache.save(self._cache_file)
+            self._requests = (vecs, np.array(owners, dtype=str))
+        return self._requests
 
     def slb_content_key(self) -> str:
         # every text the SLB holds (and the held-out calibration queries) determines the cache content
@@ -369,21 +406,33 @@ class Router:
             self.calibrate()
         assert self.gate is not None
         t0 = time.perf_counter()
-        cands = self.retrieve(query, allowed)
+        qvec = self._embed_query(expand_query(query) if self.cfg.expand else query)
+        cands = self.retrieve(query, allowed, qvec=qvec)
         margin = cands[0].score - cands[1].score if len(cands) > 1 else float("inf")
         pool = cands[: self.cfg.pool]
         if not cands:
             return RouteResult([], "no-tool", None, margin, (time.perf_counter() - t0) * 1e3)
         escalate = self.cfg.always_escalate or (self.cfg.gate and not self.gate.decide(margin))
         floor = self.min_dense if allowed is None or self.cfg.min_dense is not None else self._subset_floor(allowed)
-        relevant = floor is None or max(c.dense for c in pool) >= floor
+        best_dense = max(c.dense for c in pool)
+        relevant = floor is None or best_dense >= floor
+        ex_sim = None
+        if self.cfg.exemplars:
+            ex_sim = best_similarity(self.exemplar_vectors(), qvec)
+            reqs, owners = self.tool_requests()
+            if allowed is not None:
+                reqs = reqs[np.isin(owners, list(allowed))]
+            tool_sim = max(best_dense, best_similarity(reqs, qvec))
+            relevant = relevant and not looks_like_no_tool(ex_sim, tool_sim)
         # Below the floor nothing fits, and the LLM reranker, asked to choose among candidates, tends to choose
         # one anyway (no-tool false positives 0.47 vs 0.41 without it). With history the request may lean on
         # earlier turns ("open a PR there") that the reranker sees and the embedding does not, so it decides.
         if not escalate or self.reranker is None or (not relevant and not history):
             decision: Decision = ("escalated" if escalate else "auto") if relevant else "no-tool"
             tool = cands[0].key if relevant else None
-            return RouteResult(pool, decision, tool, margin, (time.perf_counter() - t0) * 1e3, escalated=escalate)
+            ms = (time.perf_counter() - t0) * 1e3
+            return RouteResult(pool, decision, tool, margin, ms, escalated=escalate, exemplar_similarity=ex_sim)
         res = self.reranker.rerank(query, [self.tools[c.key] for c in pool], history)
         decision = "escalated" if res.choice is not None else "no-tool"
-        return RouteResult(pool, decision, res.choice, margin, (time.perf_counter() - t0) * 1e3, res.scores, True)
+        ms = (time.perf_counter() - t0) * 1e3
+        return RouteResult(pool, decision, res.choice, margin, ms, res.scores, True, ex_sim)

@@ -199,3 +199,54 @@ def test_below_the_floor_the_reranker_is_asked_only_when_history_may_explain_the
     hist = [{"role": "user", "content": "show acme/api"}, {"role": "assistant", "content": "done"}]
     res = r.route("and the gists there?", history=hist)
     assert rr.calls == 1 and res.tool is not None
+
+
+def test_a_request_nearer_a_no_tool_exemplar_than_any_tool_gets_no_tool(registry_dir: Path) -> None:
+    from nexus_agent.routing.relevance import no_tool_exemplars
+
+    small_talk = "how do I tie a tie?"
+    assert small_talk in no_tool_exemplars()
+    tools = _tools(registry_dir)
+    r = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0, min_dense=0.0))  # floor off
+    res = r.route(small_talk)
+    assert res.decision == "no-tool" and res.tool is None
+    assert res.exemplar_similarity == pytest.approx(1.0, abs=1e-2)
+    assert r.route("list the gists of user octocat").tool == "github__list_gists"
+    off = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0, min_dense=0.0, exemplars=False))
+    res_off = off.route(small_talk)
+    assert res_off.tool is not None and res_off.exemplar_similarity is None
+
+
+def test_a_tool_whose_own_requests_read_like_small_talk_keeps_them(registry_dir: Path) -> None:
+    # "what is 7 times 8?" is a no-tool exemplar; a calculator-like tool whose own example request is the same
+    # question must still be routed to, and only while that tool is one routing may pick
+    q = "what is 7 times 8?"
+    tools = _tools(registry_dir)
+    cfg = RouterConfig(synthetic=False, tau=0.0, min_dense=0.0)
+    assert Router(tools, HashEmbedder(), cfg).route(q).tool is None
+    r = Router(tools, HashEmbedder(), cfg, synthetic={"github__list_gists": [q]})
+    assert r.route(q).tool is not None
+    reqs, owners = r.tool_requests()
+    assert len(reqs) == len(owners) and q in r._synth["github__list_gists"] and "github__list_gists" in owners
+    without = {k for k in r.tools if k != "github__list_gists"}
+    assert r.route(q, allowed=without).tool is None
+    # a tool change rebuilds the tool side of the test
+    r.remove_tools(["github__list_gists"])
+    assert "github__list_gists" not in r.tool_requests()[1]
+    assert r.route(q).tool is None
+
+
+def test_no_tool_exemplars_share_no_request_with_the_test_or_eval_sets(registry_dir: Path) -> None:
+    from nexus_agent.routing.relevance import no_tool_exemplars
+
+    def norm(s: str) -> str:
+        return " ".join(tokenize(s))
+
+    ex = {norm(q) for q in no_tool_exemplars()}
+    assert len(ex) >= 90
+    test_file = Path(__file__).parent / "data" / "no_tool_queries.jsonl"
+    files = [test_file, *sorted((registry_dir.parent / "eval").glob("*.jsonl"))]
+    for f in files:
+        for line in f.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                assert norm(json.loads(line)["query"]) not in ex, (f.name, line)
