@@ -116,6 +116,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(
             f"decision: {res.decision}  tool: {res.tool or '-'}  margin={res.margin:.4f} "
             f"tau={calib['tau']:.4f}  latency={res.latency_ms:.1f}ms"
+            + ("" if res.exemplar_similarity is None else f"  no-tool exemplar={res.exemplar_similarity:.4f}")
         )
 
     @app.command("eval-routing")

@@ -54,6 +54,12 @@ def test_route_prints_candidates_and_decision(runner: CliRunner, registry_dir: P
     )
     out = json.loads(res.output)
     assert out["decision"] in ("auto", "escalated", "no-tool") and out["candidates"]
+    assert isinstance(out["exemplar_similarity"], float)
+    # small talk: the exemplar test says no tool, and the line says why
+    args = ["route", "good evening, how was your day?", "--registry", str(registry_dir), "--profile", "github_all"]
+    res = runner.invoke(app, [*args, "--reranker", "none"])
+    assert res.exit_code == 0, res.output
+    assert "decision: no-tool  tool: -" in res.output and "no-tool exemplar=" in res.output
 
 
 def test_eval_routing_writes_all_keys(
