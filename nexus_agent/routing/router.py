@@ -316,7 +316,7 @@ class Router:
 
     def calibrate(self) -> dict[str, float]:
         """Calibrate τ (and the relevance floor) on registry-derived adversarial queries; cached on disk."""
-        # the exemplars' text is part of the key: editing them moves the floor and the allowances
+        # the exemplars' text is part of the key: editing them moves the floor
         cfg = json.dumps(asdict(self.cfg), sort_keys=True) + "\n".join(no_tool_exemplars())
         key = f"{self.slb_content_key()}-{_digest(cfg)}"
         path = cache_path(self.embedder.fingerprint(), key, ".calib.json")
@@ -359,7 +359,7 @@ class Router:
         return self._floor_over(self._allowed_mask(allowed))
 
     def _floor_over(self, mask: npt.NDArray[np.bool_]) -> float:
-        """``floor_percentile`` of the no-tool calibration requests' best dense score among the tools in
+        """``floor_percentile`` of the no-tool exemplars' best dense score among the tools in
         ``mask`` (over ``slb.keys``); +inf when the mask is empty (nothing can fit)."""
         if self._neg_scores is None:
             self._neg_scores = np.stack([self.slb.scores(v) for v in self.exemplar_vectors()])  # [query, tool]
