@@ -1,4 +1,4 @@
-"""Query normalisation before retrieval: spell out common chat abbreviations.
+"""Query normalisation before retrieval: spell out common chat abbreviations and name the kinds of entities.
 
 Why: small embedders tokenise "PR", "gh" or "deps" into pieces that sit far from "pull request", "GitHub" or
 "dependencies" in tool descriptions, and BM25 cannot match them at all. The map is general developer/office
@@ -39,15 +39,31 @@ ABBREVIATIONS: dict[str, str] = {
 }
 _WORD = re.compile(r"[A-Za-z]+")
 _ISSUE_REF = re.compile(r"[\w.-]+/[\w.-]+#\d+|(?<!\w)#\d+")
+_URL = re.compile(r"https?://\S+")
+# an absolute, home or relative file-system path: /etc, /etc/hosts,
+# ~/notes/a.md, ./src; not "owner/repo" (no leading root) and not the path part of a URL (removed first)
+_PATH = re.compile(r"(?<![\w/.:])(?:~|\.{1,2})?/[\w.@-]+(?:/[\w.@-]+)*")
+_MEDIA = re.compile(r"\.(?:png|jpe?g|gif|webp|bmp|svg|mp3|wav|ogg|mp4|m4a)\b", re.IGNORECASE)
 
 
 def expand_query(query: str) -> str:
-    """``query`` plus the expansions of the abbreviations it contains (each once)."""
+    """``query`` plus the expansions of the abbreviations and entity kinds it contains (each once).
+
+    Entity kinds: a URL, a file-system path (an image or media file, or any other) and an issue reference. A
+    URL or a path says which kind of tool reads it far better than the words around it ("read
+    https://… and summarise" is a fetch, not a memory lookup), yet embedders see only its pieces.
+    """
     extra: list[str] = []
-    for w in _WORD.findall(query):
+    text = _URL.sub(" ", query)  # "peps.python.org" is not the abbreviation "org"
+    for w in _WORD.findall(text):
         exp = ABBREVIATIONS.get(w.lower())
         if exp and exp not in extra:
             extra.append(exp)
     if _ISSUE_REF.search(query):
         extra.append("issue or pull request number")
+    if _URL.search(query):
+        extra.append("web page URL")
+    path = _PATH.search(text)
+    if path:
+        extra.append("image or media file path" if _MEDIA.search(path.group(0)) else "local file or directory path")
     return f"{query} ({'; '.join(extra)})" if extra else query
