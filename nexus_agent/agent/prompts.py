@@ -27,6 +27,11 @@ TOOL_DATA = (
     "give one short line per item (e.g. number and title). Do not repeat the raw JSON."
 )
 
+# Routing found no tool. Without this line the small models read SYSTEM_MAIN's JSON rules as the task and answer
+# small talk with a made-up tool call in JSON (seen with qwen1.5b on "who wrote the novel Dune?").
+NO_TOOL = "{request}\n\n---\n(Reply to me directly in plain sentences; this needs no JSON.)"
+
+
 def arg_request(request: str, sig: str) -> str:
     return f"{request}\n\n---\n{ARG_RULES.format(sig=sig)}"
 

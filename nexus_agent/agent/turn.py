@@ -30,7 +30,7 @@ from nexus_agent.agent.events import (
     ToolResultEvent,
 )
 from nexus_agent.agent.history import Conversation, Turn, surrogate
-from nexus_agent.agent.prompts import SYSTEM_MAIN, TOOL_DATA
+from nexus_agent.agent.prompts import NO_TOOL, SYSTEM_MAIN, TOOL_DATA
 from nexus_agent.engine import MAIN, SIDECAR, Engine
 from nexus_agent.registry import Tool
 
@@ -134,7 +134,7 @@ def run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit) -> N
             messages.append({"role": "user", "content": TOOL_DATA.format(
                 tool=tool.name, args=json.dumps(args, ensure_ascii=False), data=data, request=request)})
         else:
-            messages.append({"role": "user", "content": request})
+            messages.append({"role": "user", "content": NO_TOOL.format(request=request)})
         try:
             prompt = eng.tokenize_chat(messages)
             gen = eng.generate(prompt, seq=MAIN, max_tokens=384, repeat_penalty=1.1,

@@ -417,17 +417,20 @@ class Router:
         best_dense = max(c.dense for c in pool)
         relevant = floor is None or best_dense >= floor
         ex_sim = None
+        small_talk = False
         if self.cfg.exemplars:
             ex_sim = best_similarity(self.exemplar_vectors(), qvec)
             reqs, owners = self.tool_requests()
             if allowed is not None:
                 reqs = reqs[np.isin(owners, list(allowed))]
-            tool_sim = max(best_dense, best_similarity(reqs, qvec))
-            relevant = relevant and not looks_like_no_tool(ex_sim, tool_sim)
+            small_talk = looks_like_no_tool(ex_sim, max(best_dense, best_similarity(reqs, qvec)))
+            relevant = relevant and not small_talk
         # Below the floor nothing fits, and the LLM reranker, asked to choose among candidates, tends to choose
         # one anyway (no-tool false positives 0.47 vs 0.41 without it). With history the request may lean on
-        # earlier turns ("open a PR there") that the reranker sees and the embedding does not, so it decides.
-        if not escalate or self.reranker is None or (not relevant and not history):
+        # earlier turns ("open a PR there") that the reranker sees and the embedding does not, so it decides;
+        # but not when the request is small talk (nearer an exemplar): after a tool turn, a bare "good evening!"
+        # went to the reranker, which picked get_me. No history item of the dev sets is small talk by this test.
+        if not escalate or self.reranker is None or small_talk or (not relevant and not history):
             decision: Decision = ("escalated" if escalate else "auto") if relevant else "no-tool"
             tool = cands[0].key if relevant else None
             ms = (time.perf_counter() - t0) * 1e3

@@ -50,6 +50,18 @@ def test_lists_open_issues_through_the_sandbox(agent: SyncNexusAgent) -> None:
     assert "token" in kinds  # the answer streamed
 
 
+def test_small_talk_gets_no_tool_and_a_plain_answer(agent: SyncNexusAgent) -> None:
+    events = agent.run("good evening! how was your day?")
+    route = events[0]
+    assert route.type == "route" and route.decision == "no-tool", route  # type: ignore[union-attr]
+    assert not any(e.type == "tool_call" for e in events)
+    answer = events[-1]
+    assert answer.type == "answer", [e.type for e in events]
+    text = answer.text.strip()  # type: ignore[union-attr]
+    # the main context's system prompt carries the JSON-argument rules; the answer must not turn into one
+    assert text and not text.startswith(("{", "```")), text
+
+
 def test_tool_that_writes_is_held_for_confirmation(agent: SyncNexusAgent) -> None:
     before = len(agent.agent.conversation.turns)
     events = agent.run("create an issue in acme/api titled 'Nexus test issue' with body 'created by a test'")

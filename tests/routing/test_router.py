@@ -199,6 +199,9 @@ def test_below_the_floor_the_reranker_is_asked_only_when_history_may_explain_the
     hist = [{"role": "user", "content": "show acme/api"}, {"role": "assistant", "content": "done"}]
     res = r.route("and the gists there?", history=hist)
     assert rr.calls == 1 and res.tool is not None
+    # small talk (a no-tool exemplar) stays no-tool even after a tool turn: the reranker is not asked
+    res = r.route("good evening!", history=hist)
+    assert res.decision == "no-tool" and rr.calls == 1
 
 
 def test_a_request_nearer_a_no_tool_exemplar_than_any_tool_gets_no_tool(registry_dir: Path) -> None:
