@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -55,7 +55,7 @@ class RouterConfig:
     min_dense: float | None = None  # relevance floor on the best dense score; None → calibrate
     # The floor is this percentile of the no-tool exemplars' best dense scores. It was the 60th while the floor
     # was the only relevance signal; with the exemplar test (relevance.py) the 40th turns away fewer tool
-    # requests (github_dev 1.5% vs 4.5% at github_all, 6.0% vs 7.5% at N = 10) for about the same false tool
+    # requests (github_dev 0.7% vs 4.5% at github_all, 6.7% vs 8.2% at N = 10) for about the same false tool
     # calls (bench/results/relevance.md).
     floor_percentile: float = 40.0
     expand: bool = True  # spell out chat abbreviations (PR, repo, deps …) before retrieval
@@ -100,24 +100,23 @@ class EmbeddingCache:
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
         self._docs: dict[str, F32] = {}
+        self._dirty = False  # entries added since the last load/save
 
     def documents(self, texts: Sequence[str]) -> F32:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._docs))
-        if missing:
-            for t, v in zip(missing, self.embedder.embed_documents(missing), strict=True):
-                self._docs[t] = v
-        if not texts:
-            return np.zeros((0, self.embedder.dim), dtype=np.float32)
-        return np.stack([self._docs[t] for t in texts])
+        """Unit vectors ``[len(texts), dim]`` of tool-side texts."""
+        return self._memo(list(texts), "", self.embedder.embed_documents)
 
     def queries(self, texts: Sequence[str]) -> F32:
         """Like :meth:`documents` for query-side texts (an asymmetric embedder gives them another prefix)."""
-        keys = [_QUERY_KEY + t for t in texts]
+        return self._memo(list(texts), _QUERY_KEY, self.embedder.embed_queries)
+
+    def _memo(self, texts: list[str], tag: str, embed: Callable[[Sequence[str]], F32]) -> F32:
+        keys = [tag + t for t in texts]
         missing = list(dict.fromkeys(k for k in keys if k not in self._docs))
         if missing:
-            vecs = self.embedder.embed_queries([k[len(_QUERY_KEY) :] for k in missing])
-            self._docs.update(zip(missing, vecs, strict=True))
-        if not texts:
+            self._docs.update(zip(missing, embed([k[len(tag) :] for k in missing]), strict=True))
+            self._dirty = True
+        if not keys:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
         return np.stack([self._docs[k] for k in keys])
 
@@ -128,6 +127,9 @@ class EmbeddingCache:
                     self._docs[str(t)] = v
 
     def save(self, path: Any) -> None:
+        # the file holds every vector of the registry (tens of MB): rewrite it only when something was added
+        if not self._dirty and path.exists():
+            return
         texts = list(self._docs)
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as f:
@@ -137,6 +139,7 @@ class EmbeddingCache:
                 vectors=np.stack([self._docs[t] for t in texts]) if texts else np.zeros((0, 1)),
             )
         tmp.replace(path)
+        self._dirty = False
 
 
 class Router:
@@ -277,8 +280,7 @@ class Router:
 
     def retrieve(self, query: str, allowed: set[str] | None = None, qvec: F32 | None = None) -> list[Candidate]:
         """All tools (or only ``allowed``), best first, with their scores."""
-        if self.cfg.expand:
-            query = expand_query(query)
+        query = self._expand(query)
         if qvec is None:
             qvec = self._embed_query(query)
         keys = self.slb.keys
@@ -295,6 +297,10 @@ class Router:
         """Boolean mask over ``slb.keys``: True for the tools in ``allowed``."""
         keys = self.slb.keys
         return np.fromiter((k in allowed for k in keys), dtype=np.bool_, count=len(keys))
+
+    def _expand(self, query: str) -> str:
+        """The query as retrieval sees it (abbreviations and entity kinds spelled out, when configured)."""
+        return expand_query(query) if self.cfg.expand else query
 
     def _embed_query(self, query: str) -> F32:
         # one-entry memo: evaluation asks for the same query's ranking twice (decision + dense recall)
@@ -381,7 +387,7 @@ class Router:
             owners: list[str] = []
             for k, t in self.tools.items():
                 own = [*self._synth.get(k, [])[: self.cfg.own_requests], first_sentence(t.description) or t.name]
-                own = [expand_query(q) if self.cfg.expand else q for q in own]
+                own = [self._expand(q) for q in own]
                 texts += own
                 owners += [k] * len(own)
             vecs = self.cache.queries(texts)
@@ -406,7 +412,7 @@ class Router:
             self.calibrate()
         assert self.gate is not None
         t0 = time.perf_counter()
-        qvec = self._embed_query(expand_query(query) if self.cfg.expand else query)
+        qvec = self._embed_query(self._expand(query))
         cands = self.retrieve(query, allowed, qvec=qvec)
         margin = cands[0].score - cands[1].score if len(cands) > 1 else float("inf")
         pool = cands[: self.cfg.pool]

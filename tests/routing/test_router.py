@@ -253,3 +253,27 @@ def test_no_tool_exemplars_share_no_request_with_the_test_or_eval_sets(registry_
         for line in f.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 assert norm(json.loads(line)["query"]) not in ex, (f.name, line)
+
+
+def test_embedding_cache_rewrites_its_file_only_when_it_learned_something(tmp_path: Path) -> None:
+    from nexus_agent.routing.router import EmbeddingCache
+
+    path = tmp_path / "texts.npz"
+    cache = EmbeddingCache(HashEmbedder())
+    docs = cache.documents(["list gists", "star a repository"])
+    cache.save(path)
+    stamp = path.stat().st_mtime_ns
+    path.touch()  # a rewrite would change this stamp again
+    stamp = path.stat().st_mtime_ns
+    again = EmbeddingCache(HashEmbedder())
+    again.load(path)
+    np.testing.assert_array_equal(again.documents(["star a repository", "list gists"]), docs[::-1])
+    again.queries([])  # nothing new: no rewrite
+    again.save(path)
+    assert path.stat().st_mtime_ns == stamp
+    q = again.queries(["list gists"])  # query-side texts are their own entries
+    assert q.shape == (1, HashEmbedder.dim)
+    again.save(path)
+    third = EmbeddingCache(HashEmbedder())
+    third.load(path)
+    assert len(third._docs) == 3
