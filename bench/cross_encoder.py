@@ -62,8 +62,7 @@ class OnnxCrossEncoder:
         return np.asarray(self.session.run(None, feeds)[0], dtype=np.float32)
 
 
-def train(out: Path, steps: int, threads: int) -> float:
-    t0 = time.monotonic()
+def train(out: Path, steps: int, threads: int) -> None:
     cmd = [
         str(build_venv()),
         str(Path(__file__).with_name("cross_encoder_train.py")),
@@ -80,7 +79,6 @@ def train(out: Path, steps: int, threads: int) -> float:
     ]
     # HF_HUB_OFFLINE: transformers must only read the local base model folder
     subprocess.run(cmd, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    return time.monotonic() - t0
 
 
 def main() -> None:
@@ -91,7 +89,11 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "cross_encoder"))
     args = ap.parse_args()
     folder = args.model_dir or cache_dir("bench") / f"cross-encoder-{args.steps}"
-    train_s = None if args.model_dir else train(folder, args.steps, args.threads)
+    if not args.model_dir:
+        train(folder, args.steps, args.threads)
+    # what the model was trained with comes from its own manifest, also when --model-dir reuses it
+    manifest = json.loads((folder / "manifest.json").read_text())
+    train_s, steps = float(manifest["train_seconds"]), int(manifest["steps"])
     ce = OnnxCrossEncoder(folder)
     reg = load_registry(SHARED / "mcp-registry")
     emb = create_embedder("minilm-tools")
@@ -132,7 +134,7 @@ def main() -> None:
             "ce_ms_p50": float(np.median(lat)),
             "ce_vs_fused": hit["ce_top1"] / max(1, hit["fused_top1"]),
             "train_s": train_s,
-            "steps": args.steps,
+            "steps": steps,
         }
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -143,7 +145,7 @@ def main() -> None:
     lines = [
         "# MiniLM cross-encoder trained on tool definitions, as the final decision over the pool of 20",
         "",
-        f"`python bench/cross_encoder.py --steps {args.steps}`; training {train_s or 0:.0f} s on this machine. "
+        f"`python bench/cross_encoder.py --steps {steps}`; training {train_s:.0f} s on this machine. "
         "Accuracy of the tool picked (dev sets at their own profiles, tool requests only).",
         "",
         "| set | n | fused top-1 | cross-encoder top-1 | ratio | cross-encoder on escalated only | escalated: "
