@@ -11,7 +11,9 @@ to every arm, so leaving it out isolates what the arms differ in.
 in a live session; (c) is prefilled cold each turn. The selected tool for (a)/(b) is what the router picks, so
 (a) includes routing time. Main-context tokens are the prompt tokens each arm puts in the main sequence; "turn
 tokens" are those beyond the warm prefix, i.e. what the arm prefills in this turn (system prompt and history are
-shared by (a) and (b) and already cached, so this is where the two arms differ).
+shared by (a) and (b) and already cached, so this is where the two arms differ). "Tool definition tokens" count
+the tool text alone: (a)'s signature of the tool as argument writing sees it (``arg_view``: required parameters plus
+the optional ones the conversation bears on, exactly what the agent prefills) against (b)'s full JSON schema.
 
 usage: python bench/ttft.py [--model M] [--sizes 10,50,100,250] [--queries K] [--json OUT]
 Writes bench/results/ttft.json, bench/results/ttft.md and bench/results/ttft.png.
@@ -32,13 +34,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from nexus_agent.agent.api import DEFAULT_MODEL  # noqa: E402
-from nexus_agent.agent.args import arg_messages, grammar_for  # noqa: E402
+from nexus_agent.agent.args import ARG_SIGNATURE, arg_messages, arg_view, grammar_for  # noqa: E402
 from nexus_agent.agent.prompts import SYSTEM_MAIN, arg_request  # noqa: E402
 from nexus_agent.agent.routing_adapter import build_router  # noqa: E402
 from nexus_agent.engine import MAIN, SCRATCH, Engine, EngineConfig  # noqa: E402
 from nexus_agent.registry import Tool, load_registry  # noqa: E402
 from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER  # noqa: E402
-from nexus_agent.signature import full_schema_text  # noqa: E402
+from nexus_agent.signature import full_schema_text, signature  # noqa: E402
 
 HISTORY = [
     {"role": "user", "content": "hi, I'm working on the acme-corp/web repo today"},
@@ -91,7 +93,8 @@ def main() -> None:
         prefix = engine.tokenize_chat([{"role": "system", "content": SYSTEM_MAIN}, *HISTORY])[:-3]
         for n in [int(x) for x in a.sizes.split(",")]:
             arm: dict[str, list[float]] = {"a": [], "b": [], "c": [], "route": []}
-            toks: dict[str, list[int]] = {"a": [], "b": [], "c": [], "turn_a": [], "turn_b": []}
+            toks: dict[str, list[int]] = {"a": [], "b": [], "c": [], "turn_a": [], "turn_b": [], "def_a": [],
+                                           "def_b": []}
             overflow_c = False
             for qi, it in enumerate(items):
                 must = reg.find(it["tool"], it.get("server"))
@@ -104,7 +107,13 @@ def main() -> None:
                 route = router.route_turn(it["query"], [])
                 route_ms = (time.perf_counter() - t0) * 1000
                 chosen = next((t for t in tools if t.qualified_name == route.tool), must)
-                ms, nt = ttft(engine, arg_messages(chosen, it["query"], HISTORY), chosen, MAIN)
+                # The agent's own path (ArgumentWriter.write): the signature of the tool as argument writing sees
+                # it, i.e. required parameters plus the optional ones this conversation bears on.
+                context = "\n".join([*(m["content"] for m in HISTORY), it["query"]])
+                view = arg_view(chosen, context)
+                ms, nt = ttft(engine, arg_messages(view, it["query"], HISTORY), view, MAIN)
+                toks["def_a"].append(len(engine.model.tokenize(signature(view, ARG_SIGNATURE), add_special=False)))
+                toks["def_b"].append(len(engine.model.tokenize(full_schema_text(chosen), add_special=False)))
                 arm["a"].append(route_ms + ms)
                 arm["route"].append(route_ms)
                 toks["a"].append(nt)
@@ -144,6 +153,11 @@ def main() -> None:
                 "turn_token_saving_a_vs_b": (
                     (1 - mt["turn_a"] / mt["turn_b"]) if mt["turn_a"] and mt["turn_b"] else None
                 ),
+                # the tool definition alone: signature IR (a) vs full JSON schema (b), same tool
+                "tool_def_tokens_a": mt["def_a"], "tool_def_tokens_b": mt["def_b"],
+                "tool_def_token_saving_a_vs_b": (
+                    (1 - mt["def_a"] / mt["def_b"]) if mt["def_a"] and mt["def_b"] else None
+                ),
                 "n_queries": len(items),
             })
     finally:
@@ -154,14 +168,16 @@ def main() -> None:
     out.write_text(json.dumps(report, indent=1))
     lines = [f"TTFT to first argument token, model {a.model}, n_ctx {a.n_ctx} (median over queries)", "",
              "| N | (a) IR ms | (b) full schema ms | (c) all schemas ms | a vs b | tokens a | tokens b | tokens c "
-             "| token saving a vs b | turn tokens a / b | turn token saving |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| token saving a vs b | turn tokens a / b | turn token saving | tool definition tokens a / b | saving |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         c = "overflow" if r["c_overflows"] else (f"{r['ttft_ms_c']:.0f}" if r["ttft_ms_c"] else "-")
         lines.append(f"| {r['n_tools']} | {r['ttft_ms_a']:.0f} | {r['ttft_ms_b']:.0f} | {c} | "
                      f"{r['speedup_a_vs_b']:.2f}× | {r['tokens_a']:.0f} | {r['tokens_b']:.0f} | "
                      f"{r['tokens_c'] if r['tokens_c'] is not None else '-'} | {r['token_saving_a_vs_b']:.0%} | "
-                     f"{r['turn_tokens_a']:.0f} / {r['turn_tokens_b']:.0f} | {r['turn_token_saving_a_vs_b']:.0%} |")
+                     f"{r['turn_tokens_a']:.0f} / {r['turn_tokens_b']:.0f} | {r['turn_token_saving_a_vs_b']:.0%} | "
+                     f"{r['tool_def_tokens_a']:.0f} / {r['tool_def_tokens_b']:.0f} | "
+                     f"{r['tool_def_token_saving_a_vs_b']:.0%} |")
     md = "\n".join(lines) + "\n"
     out.with_suffix(".md").write_text(md)
     print(md)
