@@ -120,14 +120,24 @@ def _prop_rank(name: str, prop: Mapping[str, Any], text_words: set[str]) -> int 
 
 def arg_view(tool: Tool, context: str) -> Tool:
     """``tool`` as argument writing sees it: required parameters, then the optional ones ranked by
-    :func:`_prop_rank` for this conversation. Validation still uses the full schema."""
+    :func:`_prop_rank` for this conversation, described only when the conversation names them. Validation still
+    uses the full schema."""
     schema = dict(tool.input_schema)
     props = schema.get("properties") or {}
     required = [k for k in schema.get("required") or [] if k in props]
     tw = words(context)
     ranked = [(r, k) for k in props if k not in required and (r := _prop_rank(k, props[k], tw)) is not None]
     order = required + [k for _, k in sorted(ranked, key=lambda rk: -rk[0])]
-    schema["properties"] = {k: props[k] for k in order}
+    # A description helps bind a value the conversation supplies; for an optional parameter the conversation never
+    # names it only costs prompt tokens. Dropping those kept gold-tool argument accuracy at 85/134 on github_dev
+    # (one item won, one lost) with 22 fewer prompt tokens per turn (median 241 vs 263).
+    def shown(k: str) -> Any:
+        p = props[k]
+        if k in required or not isinstance(p, dict) or _mentioned(words(k) | _nested_words(p), tw):
+            return p
+        return {kk: vv for kk, vv in p.items() if kk != "description"}
+
+    schema["properties"] = {k: shown(k) for k in order}
     return replace(tool, input_schema=schema)
 
 

@@ -30,6 +30,15 @@ def test_arg_view_puts_named_parameters_first_and_drops_unnamed_lists(reg: Regis
     assert validate(tool, {"owner": "a", "repo": "b", "fields": ["name"]}) is None  # full schema still rules
 
 
+def test_arg_view_describes_only_required_and_named_parameters(reg: Registry) -> None:
+    tool = reg.find("issue_write", "github")
+    props = arg_view(tool, "assign acme-corp/web#45 to bsmith").input_schema["properties"]
+    assert "description" in props["method"]  # required
+    assert "description" in props["assignees"]  # named by the request ("assign")
+    assert "description" not in props["duplicate_of"]  # optional and never named
+    assert "description" in tool.input_schema["properties"]["duplicate_of"]  # the tool itself is untouched
+
+
 def test_every_registry_tool_gets_a_grammar_llama_cpp_accepts(reg: Registry, tiny_model: LlamaModel) -> None:
     fallback = grammar_for(reg.find("get_me", "github"))  # "any object": get_me has no parameters
     specific = 0
