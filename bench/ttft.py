@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from nexus_agent.agent.api import DEFAULT_MODEL  # noqa: E402
-from nexus_agent.agent.args import ARG_SIGNATURE, arg_messages, arg_view, grammar_for  # noqa: E402
+from nexus_agent.agent.args import ARG_SIGNATURE, arg_prompt, grammar_for  # noqa: E402
 from nexus_agent.agent.prompts import SYSTEM_MAIN, arg_request  # noqa: E402
 from nexus_agent.agent.routing_adapter import build_router  # noqa: E402
 from nexus_agent.engine import MAIN, SCRATCH, Engine, EngineConfig  # noqa: E402
@@ -107,11 +107,10 @@ def main() -> None:
                 route = router.route_turn(it["query"], [])
                 route_ms = (time.perf_counter() - t0) * 1000
                 chosen = next((t for t in tools if t.qualified_name == route.tool), must)
-                # The agent's own path (ArgumentWriter.write): the signature of the tool as argument writing sees
+                # The agent's own prompt (ArgumentWriter.write): the signature of the tool as argument writing sees
                 # it, i.e. required parameters plus the optional ones this conversation bears on.
-                context = "\n".join([*(m["content"] for m in HISTORY), it["query"]])
-                view = arg_view(chosen, context)
-                ms, nt = ttft(engine, arg_messages(view, it["query"], HISTORY), view, MAIN)
+                view, msgs = arg_prompt(chosen, it["query"], HISTORY)
+                ms, nt = ttft(engine, msgs, view, MAIN)
                 toks["def_a"].append(len(engine.model.tokenize(signature(view, ARG_SIGNATURE), add_special=False)))
                 toks["def_b"].append(len(engine.model.tokenize(full_schema_text(chosen), add_special=False)))
                 arm["a"].append(route_ms + ms)
