@@ -171,8 +171,8 @@ class Router:
         self.min_dense: float | None = self.cfg.min_dense
         self._neg_scores: F32 | None = None  # [no-tool exemplar, tool] dense scores, for the relevance floors
         self._exemplars: F32 | None = None  # [n_exemplars, dim] unit rows
-        # the tool side of the exemplar test: unit rows [n, dim] and the tool each row belongs to
-        self._requests: tuple[F32, npt.NDArray[np.str_]] | None = None
+        # the tool side of the exemplar test: unit rows [n, dim] and the index in slb.keys of each row's tool
+        self._requests: tuple[F32, npt.NDArray[np.intp]] | None = None
         self._load_initial(list(tools))
 
     # --- registry changes (MCP tools/list_changed diffs) -------------------------------------------------
@@ -376,23 +376,27 @@ class Router:
     def exemplar_vectors(self) -> F32:
         """The no-tool exemplars, embedded as queries: ``[n_exemplars, dim]``."""
         if self._exemplars is None:
-            self._exemplars = self.embedder.embed_queries(no_tool_exemplars())
+            # memoised on disk like the tool requests, so a start-up does not re-embed them
+            self._exemplars = self.cache.queries(no_tool_exemplars())
+            self.cache.save(self._cache_file)
         return self._exemplars
 
-    def tool_requests(self) -> tuple[F32, npt.NDArray[np.str_]]:
+    def tool_requests(self) -> tuple[F32, npt.NDArray[np.intp]]:
         """The tool side of the exemplar test: each tool's first ``own_requests`` synthetic requests and its
-        description's first sentence, embedded as queries (memoised on disk), as ``([n, dim], owners [n])``."""
+        description's first sentence, embedded as queries (memoised on disk), as ``([n, dim], owners [n])``;
+        ``owners`` index ``slb.keys``, so an allowed-tools mask selects rows by ``mask[owners]``."""
         if self._requests is None:
             texts: list[str] = []
-            owners: list[str] = []
-            for k, t in self.tools.items():
+            owners: list[int] = []
+            for i, k in enumerate(self.slb.keys):
+                t = self.tools[k]
                 own = [*self._synth.get(k, [])[: self.cfg.own_requests], first_sentence(t.description) or t.name]
                 own = [self._expand(q) for q in own]
                 texts += own
-                owners += [k] * len(own)
+                owners += [i] * len(own)
             vecs = self.cache.queries(texts)
             self.cache.save(self._cache_file)
-            self._requests = (vecs, np.array(owners, dtype=str))
+            self._requests = (vecs, np.array(owners, dtype=np.intp))
         return self._requests
 
     def slb_content_key(self) -> str:
@@ -428,7 +432,7 @@ class Router:
             ex_sim = best_similarity(self.exemplar_vectors(), qvec)
             reqs, owners = self.tool_requests()
             if allowed is not None:
-                reqs = reqs[np.isin(owners, list(allowed))]
+                reqs = reqs[self._allowed_mask(allowed)[owners]]
             small_talk = looks_like_no_tool(ex_sim, max(best_dense, best_similarity(reqs, qvec)))
             relevant = relevant and not small_talk
         # Below the floor nothing fits, and the LLM reranker, asked to choose among candidates, tends to choose
