@@ -62,6 +62,27 @@ def ttft(engine: Engine, msgs: list[dict[str, str]], tool: Tool, seq: int) -> tu
     return gen.ttft_ms, len(prompt)
 
 
+def definition_tokens(engine: Engine, reg: Any, files: list[str]) -> dict[str, Any]:
+    """Tool-definition tokens of (a) and (b) for every tool item of ``files``: the gold tool's signature as
+    argument writing sees it for that item's conversation, against its full JSON schema. Counting needs no
+    timing, so this covers whole eval sets rather than the few timed queries."""
+    per: list[tuple[int, int]] = []
+    for f in files:
+        for line in Path(f).read_text().splitlines():
+            it = json.loads(line) if line.strip() else {}
+            if not it.get("tool"):
+                continue
+            tool = reg.find(it["tool"], it.get("server"))
+            view, _ = arg_prompt(tool, it["query"], list(it.get("history") or []))
+            per.append((len(engine.model.tokenize(signature(view, ARG_SIGNATURE), add_special=False)),
+                        len(engine.model.tokenize(full_schema_text(tool), add_special=False))))
+    a, b = [x for x, _ in per], [y for _, y in per]
+    return {"files": [Path(f).name for f in files], "n_items": len(per),
+            "median_a": statistics.median(a), "median_b": statistics.median(b),
+            "median_item_saving": statistics.median(1 - x / y for x, y in per),
+            "total_saving": 1 - sum(a) / sum(b)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=DEFAULT_MODEL)
@@ -76,6 +97,9 @@ def main() -> None:
     ap.add_argument("--reranker", default="none",
                     help="routing's escalation decider; 'none' keeps routing at retrieval cost so the arms differ "
                          "only in what they prefill (escalations add the same LLM time to every arm)")
+    ap.add_argument("--token-evals", default=",".join(
+        str(ROOT.parent / "shared" / "eval" / f) for f in ("github_dev.jsonl", "mixed_dev.jsonl")),
+        help="eval files whose every tool item (gold tool, own history) is counted for tool-definition tokens")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", dest="json_out", default=str(ROOT / "bench" / "results" / "ttft.json"))
     a = ap.parse_args()
@@ -159,9 +183,11 @@ def main() -> None:
                 ),
                 "n_queries": len(items),
             })
+        defs = definition_tokens(engine, reg, [f for f in a.token_evals.split(",") if f])
     finally:
         engine.close()
-    report = {"model": a.model, "n_ctx": a.n_ctx, "embedder": a.embedder, "reranker": a.reranker, "rows": rows}
+    report = {"model": a.model, "n_ctx": a.n_ctx, "embedder": a.embedder, "reranker": a.reranker, "rows": rows,
+              "tool_def_tokens_eval": defs}
     out = Path(a.json_out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1))
@@ -177,6 +203,10 @@ def main() -> None:
                      f"{r['turn_tokens_a']:.0f} / {r['turn_tokens_b']:.0f} | {r['turn_token_saving_a_vs_b']:.0%} | "
                      f"{r['tool_def_tokens_a']:.0f} / {r['tool_def_tokens_b']:.0f} | "
                      f"{r['tool_def_token_saving_a_vs_b']:.0%} |")
+    lines += ["", f"Tool-definition tokens over every tool item of {' + '.join(defs['files'])} ({defs['n_items']} "
+              f"items, gold tool, each item's own conversation): median {defs['median_a']:.0f} (a) vs "
+              f"{defs['median_b']:.0f} (b); median saving per item {defs['median_item_saving']:.0%}, "
+              f"total {defs['total_saving']:.0%}."]
     md = "\n".join(lines) + "\n"
     out.with_suffix(".md").write_text(md)
     print(md)
