@@ -31,8 +31,11 @@ from nexus_agent.signature import SignatureOptions, signature, words
 ARG_SIGNATURE = SignatureOptions(max_enum=8, max_nested_keys=4, desc_chars=48, skip_restating_desc=True)
 
 
-# Keywords llama.cpp's schema converter does not need and that some servers put in odd places.
-_DROP_KEYS = ("$schema", "$id", "title", "examples", "default", "format", "deprecated", "readOnly", "writeOnly")
+# Keywords llama.cpp's schema converter does not need and that some servers put in odd places. Without
+# "description", a schema that is only a description (projects_write's "any JSON value") becomes ``{}``, which
+# the converter reads as any value instead of rejecting the whole tool.
+_DROP_KEYS = ("$schema", "$id", "title", "description", "examples", "default", "format", "deprecated", "readOnly",
+              "writeOnly")
 
 # Any JSON object: the fallback grammar when a schema uses a construct the converter rejects; the schema
 # validation step still catches what the grammar let through.
@@ -66,9 +69,16 @@ _MAX_ITEMS_BOUND = 64
 _MAX_GRAMMAR_CHARS = 200_000
 
 
+# Keywords whose value maps *names* to schemas: those names are data (a parameter may well be called "title" or
+# "default"), so they are kept and only the schemas under them are stripped.
+_NAMED_SCHEMAS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+
+
 def _strip(schema: Any) -> Any:
     if isinstance(schema, Mapping):
-        out = {k: _strip(v) for k, v in schema.items() if k not in _DROP_KEYS}
+        out = {k: ({n: _strip(s) for n, s in v.items()} if k in _NAMED_SCHEMAS and isinstance(v, Mapping)
+                   else _strip(v))
+               for k, v in schema.items() if k not in _DROP_KEYS}
         for key, bound in (("maxLength", _MAX_LENGTH_BOUND), ("minLength", _MAX_LENGTH_BOUND),
                            ("maxItems", _MAX_ITEMS_BOUND), ("minItems", _MAX_ITEMS_BOUND)):
             if isinstance(out.get(key), int) and out[key] > bound:

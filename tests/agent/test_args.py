@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nexus_agent.agent.args import arg_view, drop_ungrounded, grammar_for, validate
+from nexus_agent.agent.args import _ANY_OBJECT, arg_view, drop_ungrounded, grammar_for, validate
 from nexus_agent.agent.eval_args import check_arguments, expected_names, values_match
 from nexus_agent.llm import LlamaModel, Sampler
 from nexus_agent.registry import Registry, load_registry
@@ -48,6 +48,21 @@ def test_every_registry_tool_gets_a_grammar_llama_cpp_accepts(reg: Registry, tin
             pass
         specific += g != fallback
     assert specific >= 0.9 * len(reg.tools)
+
+
+def test_grammar_keeps_parameters_named_like_schema_keywords(reg: Registry) -> None:
+    # "title" is also a JSON Schema annotation keyword, stripped before grammar compilation; as a *parameter*
+    # name it must survive, or a title can never be written (create_pull_request requires one).
+    checked = 0
+    for tool in reg.tools.values():
+        g = grammar_for(tool)
+        if g == _ANY_OBJECT:
+            continue
+        for name in tool.input_schema.get("properties") or {}:
+            assert f'\\"{name}\\"' in g, (tool.qualified_name, name)
+        checked += 1
+    assert checked == len(reg.tools)  # no registry tool falls back to "any JSON object"
+    assert '\\"title\\"' in grammar_for(reg.find("create_pull_request", "github"))
 
 
 def test_validate_names_the_field(reg: Registry) -> None:
