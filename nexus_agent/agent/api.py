@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nexus_agent.agent.events import ErrorEvent, Event
 from nexus_agent.agent.history import Conversation
-from nexus_agent.agent.turn import CallResult, TurnDeps, TurnRouter, run_turn
+from nexus_agent.agent.turn import CallResult, TurnCancelled, TurnDeps, TurnRouter, run_turn
 from nexus_agent.engine import Engine, EngineConfig
 from nexus_agent.registry import Tool
 from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
@@ -158,11 +158,18 @@ class NexusAgent:
         return bool(out)
 
     async def run(self, query: str) -> AsyncIterator[Event]:
-        """Run one turn and yield its events as they happen (tokens stream)."""
+        """Run one turn and yield its events as they happen (tokens stream).
+
+        Leaving the loop early or cancelling the task that iterates cancels the turn at its next event (a token
+        at the latest; a stage already running, such as argument writing or a tool call, finishes first). The
+        generator returns once the turn has stopped, so the next turn never waits on it. A cancelled turn leaves
+        the conversation as it was, unless its tool already ran (then the turn is kept, marked interrupted).
+        """
         if self.engine is None or self.router is None:
             raise RuntimeError("agent is not started: use `async with NexusAgent.from_config(...)`")
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        cancel = threading.Event()
 
         def emit(ev: Event) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, ev)
@@ -170,11 +177,13 @@ class NexusAgent:
         deps = TurnDeps(engine=self.engine, router=self.router, tools=lambda: self._tools,
                         annotations=lambda q: self._annotations.get(q), call_tool=self._call_tool_from_thread,
                         confirm=self._confirm_from_thread, auto_yes=self.cfg.yes,
-                        window_turns=self.cfg.window_turns)
+                        window_turns=self.cfg.window_turns, cancelled=cancel.is_set)
 
         def work() -> None:
             try:
                 run_turn(deps, self.conversation, query, emit)
+            except TurnCancelled:
+                pass
             except Exception as e:
                 emit(ErrorEvent(stage="turn", message=f"{type(e).__name__}: {e}"))
             finally:
@@ -182,8 +191,15 @@ class NexusAgent:
 
         worker = threading.Thread(target=work, name="nexus-turn", daemon=True)
         worker.start()
-        while (ev := await queue.get()) is not None:
-            yield ev
+        try:
+            while (ev := await queue.get()) is not None:
+                yield ev
+        finally:
+            if worker.is_alive():
+                cancel.set()
+                # Even if this wait is cancelled too, the worker still holds the engine's turn lock, so a next
+                # turn queues behind it instead of interleaving.
+                await asyncio.to_thread(worker.join)
 
 
 class SyncNexusAgent:

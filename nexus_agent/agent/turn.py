@@ -8,7 +8,10 @@
 6. keep only a surrogate of the output in the history;
 7. stream the final answer.
 
-Every failure becomes an ``error`` event and leaves the conversation as it was before the turn.
+Every failure becomes an ``error`` event and leaves the conversation as it was before the turn. A turn whose
+consumer stops listening (Ctrl-C, a closed event stream) ends at its next event with :class:`TurnCancelled`; it
+leaves the conversation as it was too, unless a tool already ran: that turn is kept, with the answer cut short,
+so the history never hides a call that may have changed something.
 """
 
 from __future__ import annotations
@@ -62,6 +65,15 @@ Confirm = Callable[[str, dict[str, Any], Mapping[str, Any] | None], bool]
 Emit = Callable[[Event], None]
 
 
+class TurnCancelled(BaseException):
+    """The turn was cancelled by its consumer. A ``BaseException``, like ``asyncio.CancelledError``, so the
+    stages' ``except Exception`` handlers do not report it as a failure."""
+
+
+def _never() -> bool:
+    return False
+
+
 def needs_confirmation(annotations: Mapping[str, Any] | None) -> bool:
     """MCP annotations: destructive tools, and tools that do not declare themselves read-only, need a yes.
 
@@ -84,10 +96,34 @@ class TurnDeps:
     confirm: Confirm | None
     auto_yes: bool
     window_turns: int = 4
+    cancelled: Callable[[], bool] = _never  # checked before each stage and at every event
 
 
 def run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit) -> None:
-    """Run one turn, emitting events. The conversation gains a ``Turn`` only if the turn completes."""
+    """Run one turn, emitting events. The conversation gains a ``Turn`` only if the turn completes, or if it is
+    cancelled after its tool ran. Raises :class:`TurnCancelled` when ``deps.cancelled()`` turns true."""
+
+    def send(ev: Event) -> None:
+        check()
+        emit(ev)
+
+    def check() -> None:
+        if deps.cancelled():
+            raise TurnCancelled
+
+    turn = Turn(user=request)
+    partial: list[str] = []
+    try:
+        _run_turn(deps, convo, request, send, check, turn, partial)
+    except TurnCancelled:
+        if turn.tool is not None and not (convo.turns and convo.turns[-1] is turn):
+            turn.answer = ("".join(partial).strip() + " …(interrupted)").strip()
+            convo.turns.append(turn)
+        raise
+
+
+def _run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit, check: Callable[[], None],
+              turn: Turn, partial: list[str]) -> None:
     eng = deps.engine
     with eng.turn():
         window = convo.window(deps.window_turns)
@@ -101,13 +137,13 @@ def run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit) -> N
         emit(RouteEvent(decision=route.decision, tool=route.tool,
                         candidates=[Candidate(name=n, score=s) for n, s in route.candidates],
                         latency_ms=route.latency_ms))
-        turn = Turn(user=request)
         messages = [{"role": "system", "content": SYSTEM_MAIN}, *window]
         if route.tool is not None:
             tool = deps.tools().get(route.tool)
             if tool is None:
                 emit(ErrorEvent(stage="route", message=f"routed to {route.tool}, which is no longer offered"))
                 return
+            check()
             result = ArgumentWriter(eng).write(tool, request, window)
             if result.arguments is None:
                 emit(ErrorEvent(stage="arguments",
@@ -122,23 +158,28 @@ def run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit) -> N
                 emit(ErrorEvent(stage="confirm", message=f"{tool.name} was not run: it can modify data and "
                                 "was not confirmed (pass --yes to allow such tools)"))
                 return
+            check()
             try:
                 out = deps.call_tool(route.tool, args)
             except Exception as e:
                 emit(ErrorEvent(stage="tool", message=f"{tool.name} failed: {e}"))
                 return
             short = surrogate(out.text)
-            emit(ToolResultEvent(name=tool.name, is_error=out.is_error, text=short, chars=len(out.text)))
             turn.tool, turn.arguments, turn.tool_result = route.tool, args, short
+            emit(ToolResultEvent(name=tool.name, is_error=out.is_error, text=short, chars=len(out.text)))
             data = out.text if len(out.text) <= MAX_TOOL_CHARS else out.text[:MAX_TOOL_CHARS] + " …(truncated)"
             messages.append({"role": "user", "content": TOOL_DATA.format(
                 tool=tool.name, args=json.dumps(args, ensure_ascii=False), data=data, request=request)})
         else:
             messages.append({"role": "user", "content": NO_TOOL.format(request=request)})
+
+        def on_token(text: str) -> None:
+            partial.append(text)
+            emit(TokenEvent(text=text))
+
         try:
             prompt = eng.tokenize_chat(messages)
-            gen = eng.generate(prompt, seq=MAIN, max_tokens=384, repeat_penalty=1.1,
-                               on_token=lambda s: emit(TokenEvent(text=s)))
+            gen = eng.generate(prompt, seq=MAIN, max_tokens=384, repeat_penalty=1.1, on_token=on_token)
         except Exception as e:
             emit(ErrorEvent(stage="answer", message=f"answer generation failed: {e}"))
             return

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import signal
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,19 +20,6 @@ from rich.console import Console
 from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
 
 _err = Console(stderr=True)
-
-
-def _confirm_on_terminal(name: str, args: dict[str, Any], ann: Mapping[str, Any] | None) -> bool:
-    """Ask on the terminal; without one (pipes, CI) the answer is no, so nothing is modified silently."""
-    if not sys.stdin.isatty():
-        return False
-    kind = "destructive" if (ann or {}).get("destructiveHint") else "may modify data"
-    _err.print(f"[yellow]?[/yellow] run [bold]{name}[/bold] ({kind}) with {json.dumps(args, ensure_ascii=False)}")
-    try:
-        answer = input("  allow? [y/N] ").strip().lower()
-    except EOFError:
-        return False
-    return answer in ("y", "yes")
 
 
 class _Printer:
@@ -62,6 +53,55 @@ class _Printer:
             self.c.print(f"[red]error ({ev.stage}):[/red] {ev.message}")
 
 
+class _LineReader:
+    """Reads terminal lines on a daemon thread. A thread blocked in ``input()`` cannot be interrupted, and
+    asyncio's default executor joins its threads at exit, so with ``asyncio.to_thread(input)`` Ctrl-C at the
+    prompt would hang until Enter. ``None`` means end of input or Ctrl-C.
+
+    An interrupted read leaves its ``input()`` waiting; the next read takes that line instead of starting a
+    second ``input()``, which would queue behind the first and never show its prompt."""
+
+    def __init__(self) -> None:
+        self._pending: asyncio.Future[str | None] | None = None
+        self._reading = False  # a thread is blocked in input(); only touched on the event loop
+        with contextlib.suppress(ImportError):
+            import readline  # noqa: F401 - line editing and history for input()
+
+    async def read(self, prompt: str) -> str | None:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[str | None] = loop.create_future()
+        self._pending = fut
+        if self._reading:
+            print(prompt, end="", flush=True)
+        else:
+            self._reading = True
+
+            def work() -> None:
+                try:
+                    line: str | None = input(prompt)
+                except (EOFError, OSError):
+                    line = None
+                loop.call_soon_threadsafe(self._deliver, line)
+
+            threading.Thread(target=work, name="nexus-repl-input", daemon=True).start()
+        try:
+            return await fut
+        finally:
+            self._pending = None
+
+    def _deliver(self, line: str | None) -> None:
+        self._reading = False
+        if self._pending is not None and not self._pending.done():
+            self._pending.set_result(line)
+
+    def interrupt(self) -> bool:
+        """End a pending read with None; False if no read is pending."""
+        if self._pending is None or self._pending.done():
+            return False
+        self._pending.set_result(None)
+        return True
+
+
 async def _main(cfg: Any, prompt: str | None, as_json: bool) -> int:
     from nexus_agent.agent.api import NexusAgent
 
@@ -71,7 +111,19 @@ async def _main(cfg: Any, prompt: str | None, as_json: bool) -> int:
     def notice(msg: str) -> None:
         _err.print(f"[yellow]note:[/yellow] {msg}")
 
-    agent = NexusAgent(cfg, confirm=_confirm_on_terminal, on_notice=notice)
+    reader = _LineReader()
+
+    async def confirm(name: str, args: dict[str, Any], ann: Mapping[str, Any] | None) -> bool:
+        """Ask on the terminal; without one (pipes, CI) the answer is no, so nothing is modified silently. Read
+        through the REPL's reader, so Ctrl-C at this question answers no and stops the turn."""
+        if not sys.stdin.isatty():
+            return False
+        kind = "destructive" if (ann or {}).get("destructiveHint") else "may modify data"
+        _err.print(f"[yellow]?[/yellow] run [bold]{name}[/bold] ({kind}) with {json.dumps(args, ensure_ascii=False)}")
+        answer = await reader.read("  allow? [y/N] ")
+        return (answer or "").strip().lower() in ("y", "yes")
+
+    agent = NexusAgent(cfg, confirm=confirm, on_notice=notice)
     if status_ctx:
         status_ctx.start()
     try:
@@ -79,27 +131,38 @@ async def _main(cfg: Any, prompt: str | None, as_json: bool) -> int:
     finally:
         if status_ctx:
             status_ctx.stop()
-    failed = False
-    try:
+    if prompt is None and not as_json:
+        n = len(agent.tools)
+        _err.print(f"[dim]{n} tools ready. Ctrl-C stops a turn; Ctrl-D, Ctrl-C at the prompt or /exit quits.[/dim]")
+
+    loop = asyncio.get_running_loop()
+    turn: asyncio.Task[None] | None = None
+
+    def on_sigint() -> None:
+        # Ctrl-C stops the running turn and returns to the prompt; at the prompt it quits; a second Ctrl-C while a
+        # turn is stopping (it stops at its next event) quits at once.
+        if turn is not None and not turn.done():
+            if turn.cancelling():
+                _err.print("[red]aborted[/red]")
+                os._exit(130)
+            _err.print("\n[yellow]interrupting …[/yellow]")
+            reader.interrupt()  # a pending confirmation question is answered no
+            turn.cancel()
+        elif not reader.interrupt():
+            raise KeyboardInterrupt
+
+    with contextlib.suppress(NotImplementedError, RuntimeError):  # no signal handlers off the main thread
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+
+    failed = interrupted = False
+
+    async def one_turn(q: str) -> None:
+        nonlocal failed
         printer = _Printer(out)
-        queries = [prompt] if prompt is not None else None
-        while True:
-            if queries is not None:
-                if not queries:
-                    break
-                q = queries.pop()
-            else:
-                try:
-                    q = (await asyncio.to_thread(input, "you> ")).strip()
-                except (EOFError, KeyboardInterrupt):
-                    break
-                if not q:
-                    continue
-                if q in ("/exit", "/quit"):
-                    break
-            spinner = _err.status("thinking …") if not as_json else None
-            if spinner:
-                spinner.start()
+        spinner = _err.status("thinking …") if not as_json else None
+        if spinner:
+            spinner.start()
+        try:
             async for ev in agent.run(q):
                 if spinner:
                     spinner.stop()
@@ -109,12 +172,45 @@ async def _main(cfg: Any, prompt: str | None, as_json: bool) -> int:
                 else:
                     printer(ev)
                 failed = failed or ev.type == "error"
+        finally:
             if spinner:
                 spinner.stop()
             if not as_json:
                 out.print()
+
+    try:
+        queries = [prompt] if prompt is not None else None
+        while True:
+            if queries is not None:
+                if not queries:
+                    break
+                q = queries.pop()
+            else:
+                line = await reader.read("you> ")
+                if line is None:
+                    break
+                q = line.strip()
+                if not q:
+                    continue
+                if q in ("/exit", "/quit"):
+                    break
+            turn = asyncio.create_task(one_turn(q))
+            try:
+                await turn
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # this coroutine itself is being cancelled, not just the turn
+                interrupted = True
+                _err.print("[yellow]turn interrupted[/yellow]")
+            finally:
+                turn = None
     finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGINT)
         await agent.aclose()
+    if prompt is not None and interrupted:
+        return 130
     return 1 if failed and prompt is not None else 0
 
 

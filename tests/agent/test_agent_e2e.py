@@ -3,6 +3,7 @@ the public sync API, routing, grammar-constrained arguments, confirmation, the t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -75,6 +76,28 @@ def test_tool_that_writes_is_held_for_confirmation(agent: SyncNexusAgent) -> Non
     check = agent.run("search issues in acme/api for 'Nexus test issue'")
     res = next((e for e in check if e.type == "tool_result"), None)
     assert res is None or "Nexus test issue" not in res.text  # type: ignore[union-attr]
+
+
+def test_leaving_the_event_stream_cancels_the_turn(agent: SyncNexusAgent) -> None:
+    request = "write a long story, at least 300 words, about a lighthouse keeper and a robot"
+    before = len(agent.agent.conversation.turns)
+
+    async def until_first_token() -> list[str]:
+        seen: list[str] = []
+        async with contextlib.aclosing(agent.agent.run(request)) as events:
+            async for ev in events:
+                seen.append(ev.type)
+                if ev.type == "token":
+                    break
+        return seen
+
+    seen = agent._submit(until_first_token())
+    assert seen[0] == "route" and seen[-1] == "token" and "answer" not in seen, seen
+    # aclose returned only once the turn had stopped; no tool ran, so nothing was recorded
+    assert len(agent.agent.conversation.turns) == before
+    events = agent.run("good evening! how was your day?")  # the next turn runs normally
+    assert events[-1].type == "answer", [e.type for e in events]
+    assert len(agent.agent.conversation.turns) == before + 1
 
 
 def test_bad_config_names_file_key_and_problem(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 from nexus_agent.agent.events import Event
 from nexus_agent.agent.history import Conversation, surrogate
 from nexus_agent.agent.routing_adapter import AgentRouter, build_router
-from nexus_agent.agent.turn import CallResult, TurnDeps, needs_confirmation, run_turn
+from nexus_agent.agent.turn import CallResult, TurnCancelled, TurnDeps, needs_confirmation, run_turn
 from nexus_agent.engine import Engine, EngineConfig
 from nexus_agent.registry import Registry, Tool, load_registry
 
@@ -104,6 +104,64 @@ def test_crashed_tool_gives_an_error_and_keeps_the_conversation(engine: Engine, 
     assert events[-1].type == "error"
     assert events[-1].stage == "tool" and "crashed" in events[-1].message  # type: ignore[union-attr]
     assert convo.turns == []
+
+
+def _cancel_at(kind: str, events: list[Event]) -> tuple[Any, Any]:
+    """(emit, cancelled) for a consumer that stops listening once it has seen an event of ``kind``."""
+    seen = {"stop": False}
+
+    def emit(ev: Event) -> None:
+        events.append(ev)
+        seen["stop"] = seen["stop"] or ev.type == kind
+
+    return emit, lambda: seen["stop"]
+
+
+def test_turn_cancelled_before_its_tool_runs_changes_nothing(engine: Engine, router: AgentRouter,
+                                                             tools: dict[str, Tool]) -> None:
+    request = "show my GitHub user profile (get me)"
+    fresh: list[Event] = []
+    run_turn(_deps(engine, router, tools, [], CallResult('{"login": "octo-dev"}', False)), Conversation(), request,
+             fresh.append)
+    calls: list[Any] = []
+    convo = Conversation()
+    events: list[Event] = []
+    emit, cancelled = _cancel_at("route", events)
+    deps = _deps(engine, router, tools, calls, CallResult('{"login": "octo-dev"}', False))
+    deps.cancelled = cancelled
+    with pytest.raises(TurnCancelled):
+        run_turn(deps, convo, request, emit)
+    assert [e.type for e in events] == ["route"]
+    assert calls == [] and convo.turns == []
+    # the engine is left usable and its cache consistent: the same turn now gives what it gave before
+    again: list[Event] = []
+    run_turn(_deps(engine, router, tools, [], CallResult('{"login": "octo-dev"}', False)), convo, request,
+             again.append)
+    def outcome(evs: list[Event]) -> list[Any]:  # everything but timings
+        return [e.model_dump(exclude={"latency_ms"}) for e in evs]
+
+    assert outcome(again) == outcome(fresh)
+    assert fresh[-1].type == "answer" and len(convo.turns) == 1
+
+
+def test_turn_cancelled_after_its_tool_ran_is_kept_and_marked_interrupted(engine: Engine, router: AgentRouter,
+                                                                          tools: dict[str, Tool]) -> None:
+    calls: list[Any] = []
+    convo = Conversation()
+    events: list[Event] = []
+    emit, cancelled = _cancel_at("token", events)
+    deps = _deps(engine, router, tools, calls, CallResult('{"login": "octo-dev"}', False))
+    deps.cancelled = cancelled
+    with pytest.raises(TurnCancelled):
+        run_turn(deps, convo, "show my GitHub user profile (get me)", emit)
+    assert calls == [("github__get_me", {})]
+    kinds = [e.type for e in events]
+    assert kinds.count("token") == 1 and "answer" not in kinds, kinds
+    assert len(convo.turns) == 1
+    turn = convo.turns[0]
+    assert turn.tool == "github__get_me" and "octo-dev" in (turn.tool_result or "")
+    assert turn.answer.endswith("…(interrupted)"), turn.answer
+    assert turn.answer.startswith(events[-1].text.strip())  # type: ignore[union-attr]
 
 
 def test_surrogate_keeps_identifying_fields() -> None:
