@@ -76,9 +76,10 @@ _NAMED_SCHEMAS = ("properties", "patternProperties", "$defs", "definitions", "de
 
 def _strip(schema: Any) -> Any:
     if isinstance(schema, Mapping):
-        out = {k: ({n: _strip(s) for n, s in v.items()} if k in _NAMED_SCHEMAS and isinstance(v, Mapping)
-                   else _strip(v))
-               for k, v in schema.items() if k not in _DROP_KEYS}
+        out: dict[str, Any] = {
+            k: ({n: _strip(s) for n, s in v.items()} if k in _NAMED_SCHEMAS and isinstance(v, Mapping) else _strip(v))
+            for k, v in schema.items() if k not in _DROP_KEYS
+        }
         for key, bound in (("maxLength", _MAX_LENGTH_BOUND), ("minLength", _MAX_LENGTH_BOUND),
                            ("maxItems", _MAX_ITEMS_BOUND), ("minItems", _MAX_ITEMS_BOUND)):
             if isinstance(out.get(key), int) and out[key] > bound:
@@ -189,13 +190,25 @@ def _grounded(value: Any, prop: Mapping[str, Any], name: str, text: str, text_wo
     return False
 
 
-def drop_ungrounded(tool: Tool, args: dict[str, Any], context: str) -> dict[str, Any]:
+def _is_option(prop: Mapping[str, Any]) -> bool:
+    """An enum or a flag: a choice of how to do something, which only the user makes."""
+    return "enum" in prop or prop.get("type") == "boolean"
+
+
+def drop_ungrounded(tool: Tool, args: dict[str, Any], context: str, user_context: str | None = None) -> dict[str, Any]:
     """Remove optional arguments the conversation does not support: placeholders such as ``your_username``,
-    default-looking ``page: 1``, unrequested ``fields`` lists. Required arguments always stay."""
+    default-looking ``page: 1``, unrequested ``fields`` lists. Required arguments always stay.
+
+    ``user_context`` (the user's own messages) grounds options (enums, flags): earlier tool output is full of
+    words such as ``created_at`` that would otherwise ground ``orderBy: CREATED_AT`` nobody asked for."""
     props = tool.input_schema.get("properties") or {}
     required = set(tool.input_schema.get("required") or [])
     tw = words(context)
-    kept = {k: v for k, v in args.items() if k in required or _grounded(v, props.get(k) or {}, k, context, tw)}
+    uc = context if user_context is None else user_context
+    uw = words(uc)
+    kept = {k: v for k, v in args.items()
+            if k in required or (_grounded(v, props.get(k) or {}, k, uc, uw) if _is_option(props.get(k) or {})
+                                 else _grounded(v, props.get(k) or {}, k, context, tw))}
     return kept if validate(tool, kept) is None else args
 
 
@@ -222,9 +235,9 @@ def arg_messages(tool: Tool, request: str, history: list[dict[str, str]]) -> lis
             {"role": "user", "content": arg_request(request, sig)}]
 
 
-def conversation_text(request: str, history: list[dict[str, str]]) -> str:
-    """The words argument writing may draw on: every earlier message, then the request."""
-    return "\n".join([*(m["content"] for m in history), request])
+def conversation_text(request: str, history: list[dict[str, str]], user_only: bool = False) -> str:
+    """The words argument writing may draw on: every earlier message (or only the user's), then the request."""
+    return "\n".join([*(m["content"] for m in history if not user_only or m["role"] == "user"), request])
 
 
 def arg_prompt(tool: Tool, request: str, history: list[dict[str, str]]) -> tuple[Tool, list[dict[str, str]]]:
@@ -266,7 +279,7 @@ class ArgumentWriter:
                 args, err, json_ok2 = self._check(tool, gen.text)
                 json_ok = json_ok and json_ok2
         if args is not None and err is None:
-            args = drop_ungrounded(tool, args, context)
+            args = drop_ungrounded(tool, args, context, conversation_text(request, history or [], user_only=True))
         return ArgResult(tool.name, args if err is None else None, gen.text, json_ok, err, repaired,
                          first.ttft_ms, first.total_ms + (gen.total_ms if repaired else 0.0), first.n_prompt)
 

@@ -33,7 +33,7 @@ from nexus_agent.agent.events import (
     ToolResultEvent,
 )
 from nexus_agent.agent.history import Conversation, Turn, surrogate
-from nexus_agent.agent.prompts import NO_TOOL, SYSTEM_MAIN, TOOL_DATA
+from nexus_agent.agent.prompts import NO_TOOL, SYSTEM_MAIN, TOOL_DATA, TOOL_ERROR
 from nexus_agent.engine import MAIN, SIDECAR, Engine
 from nexus_agent.registry import Tool
 
@@ -168,7 +168,8 @@ def _run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit, che
             turn.tool, turn.arguments, turn.tool_result = route.tool, args, short
             emit(ToolResultEvent(name=tool.name, is_error=out.is_error, text=short, chars=len(out.text)))
             data = out.text if len(out.text) <= MAX_TOOL_CHARS else out.text[:MAX_TOOL_CHARS] + " …(truncated)"
-            messages.append({"role": "user", "content": TOOL_DATA.format(
+            template = TOOL_ERROR if out.is_error else TOOL_DATA
+            messages.append({"role": "user", "content": template.format(
                 tool=tool.name, args=json.dumps(args, ensure_ascii=False), data=data, request=request)})
         else:
             messages.append({"role": "user", "content": NO_TOOL.format(request=request)})

@@ -82,6 +82,19 @@ def test_ungrounded_optional_values_are_dropped_required_kept(reg: Registry) -> 
     assert drop_ungrounded(tool, args2, "show 50 per page") == args2
 
 
+def test_options_are_grounded_in_the_users_own_words(reg: Registry) -> None:
+    # Earlier tool output ("created_at") must not ground an ordering the user never asked for; the sandbox, like
+    # GitHub, rejects orderBy without direction, so the call would fail.
+    tool = reg.find("list_issues", "github")
+    args = {"owner": "acme", "repo": "api", "state": "OPEN", "orderBy": "CREATED_AT"}
+    user = "who am I?\nlist the open issues in acme/api"
+    context = 'who am I?\n(used get_me {}) → {"login": "octo-dev", "created_at": "2020-01-01"}\n' + user
+    assert drop_ungrounded(tool, args, context) == args  # the whole conversation grounds it
+    assert drop_ungrounded(tool, args, context, user) == {"owner": "acme", "repo": "api", "state": "OPEN"}
+    newest = "list the open issues in acme/api, newest created first"
+    assert drop_ungrounded(tool, args, context, newest) == args  # the user asked for it
+
+
 def test_checker_matches_bfcl_rules(reg: Registry) -> None:
     tool = reg.find("issue_read", "github")
     item = {"tool": "issue_read", "server": "github",
