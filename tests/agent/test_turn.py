@@ -117,26 +117,34 @@ def _cancel_at(kind: str, events: list[Event]) -> tuple[Any, Any]:
     return emit, lambda: seen["stop"]
 
 
+def _cancelled_turn(engine: Engine, router: AgentRouter, tools: dict[str, Tool], kind: str,
+                    request: str) -> tuple[list[Any], Conversation, list[Event]]:
+    """Run a get_me turn whose consumer stops at the first ``kind`` event: (tool calls, conversation, events)."""
+    calls: list[Any] = []
+    convo = Conversation()
+    events: list[Event] = []
+    emit, cancelled = _cancel_at(kind, events)
+    deps = _deps(engine, router, tools, calls, CallResult('{"login": "octo-dev"}', False))
+    deps.cancelled = cancelled
+    with pytest.raises(TurnCancelled):
+        run_turn(deps, convo, request, emit)
+    return calls, convo, events
+
+
 def test_turn_cancelled_before_its_tool_runs_changes_nothing(engine: Engine, router: AgentRouter,
                                                              tools: dict[str, Tool]) -> None:
     request = "show my GitHub user profile (get me)"
     fresh: list[Event] = []
     run_turn(_deps(engine, router, tools, [], CallResult('{"login": "octo-dev"}', False)), Conversation(), request,
              fresh.append)
-    calls: list[Any] = []
-    convo = Conversation()
-    events: list[Event] = []
-    emit, cancelled = _cancel_at("route", events)
-    deps = _deps(engine, router, tools, calls, CallResult('{"login": "octo-dev"}', False))
-    deps.cancelled = cancelled
-    with pytest.raises(TurnCancelled):
-        run_turn(deps, convo, request, emit)
+    calls, convo, events = _cancelled_turn(engine, router, tools, "route", request)
     assert [e.type for e in events] == ["route"]
     assert calls == [] and convo.turns == []
     # the engine is left usable and its cache consistent: the same turn now gives what it gave before
     again: list[Event] = []
     run_turn(_deps(engine, router, tools, [], CallResult('{"login": "octo-dev"}', False)), convo, request,
              again.append)
+
     def outcome(evs: list[Event]) -> list[Any]:  # everything but timings
         return [e.model_dump(exclude={"latency_ms"}) for e in evs]
 
@@ -146,14 +154,7 @@ def test_turn_cancelled_before_its_tool_runs_changes_nothing(engine: Engine, rou
 
 def test_turn_cancelled_after_its_tool_ran_is_kept_and_marked_interrupted(engine: Engine, router: AgentRouter,
                                                                           tools: dict[str, Tool]) -> None:
-    calls: list[Any] = []
-    convo = Conversation()
-    events: list[Event] = []
-    emit, cancelled = _cancel_at("token", events)
-    deps = _deps(engine, router, tools, calls, CallResult('{"login": "octo-dev"}', False))
-    deps.cancelled = cancelled
-    with pytest.raises(TurnCancelled):
-        run_turn(deps, convo, "show my GitHub user profile (get me)", emit)
+    calls, convo, events = _cancelled_turn(engine, router, tools, "token", "show my GitHub user profile (get me)")
     assert calls == [("github__get_me", {})]
     kinds = [e.type for e in events]
     assert kinds.count("token") == 1 and "answer" not in kinds, kinds
