@@ -203,12 +203,15 @@ def drop_ungrounded(tool: Tool, args: dict[str, Any], context: str, user_context
     words such as ``created_at`` that would otherwise ground ``orderBy: CREATED_AT`` nobody asked for."""
     props = tool.input_schema.get("properties") or {}
     required = set(tool.input_schema.get("required") or [])
-    tw = words(context)
-    uc = context if user_context is None else user_context
-    uw = words(uc)
-    kept = {k: v for k, v in args.items()
-            if k in required or (_grounded(v, props.get(k) or {}, k, uc, uw) if _is_option(props.get(k) or {})
-                                 else _grounded(v, props.get(k) or {}, k, context, tw))}
+    anyone = (context, words(context))
+    user = anyone if user_context is None else (user_context, words(user_context))
+
+    def supported(name: str, value: Any) -> bool:
+        prop = props.get(name) or {}
+        text, text_words = user if _is_option(prop) else anyone
+        return _grounded(value, prop, name, text, text_words)
+
+    kept = {k: v for k, v in args.items() if k in required or supported(k, v)}
     return kept if validate(tool, kept) is None else args
 
 
@@ -260,8 +263,8 @@ class ArgumentWriter:
         return self.engine.generate(prompt, seq=MAIN, grammar=grammar, max_tokens=self.max_tokens, keep=False)
 
     def write(self, tool: Tool, request: str, history: list[dict[str, str]] | None = None) -> ArgResult:
-        context = conversation_text(request, history or [])
-        view, msgs = arg_prompt(tool, request, history or [])
+        history = history or []
+        view, msgs = arg_prompt(tool, request, history)
         grammar = grammar_for(view)
         with self.engine.turn():
             gen = self._attempt(msgs, grammar)
@@ -279,7 +282,8 @@ class ArgumentWriter:
                 args, err, json_ok2 = self._check(tool, gen.text)
                 json_ok = json_ok and json_ok2
         if args is not None and err is None:
-            args = drop_ungrounded(tool, args, context, conversation_text(request, history or [], user_only=True))
+            args = drop_ungrounded(tool, args, conversation_text(request, history),
+                                   conversation_text(request, history, user_only=True))
         return ArgResult(tool.name, args if err is None else None, gen.text, json_ok, err, repaired,
                          first.ttft_ms, first.total_ms + (gen.total_ms if repaired else 0.0), first.n_prompt)
 
