@@ -62,6 +62,13 @@ def ttft(engine: Engine, msgs: list[dict[str, str]], tool: Tool, seq: int) -> tu
     return gen.ttft_ms, len(prompt)
 
 
+def tool_def_tokens(engine: Engine, view: Tool, tool: Tool) -> tuple[int, int]:
+    """Tokens of the tool definition alone: (a) the signature of ``view`` (the tool as argument writing sees it)
+    and (b) the full JSON schema of ``tool``."""
+    return (len(engine.model.tokenize(signature(view, ARG_SIGNATURE), add_special=False)),
+            len(engine.model.tokenize(full_schema_text(tool), add_special=False)))
+
+
 def definition_tokens(engine: Engine, reg: Any, files: list[str]) -> dict[str, Any]:
     """Tool-definition tokens of (a) and (b) for every tool item of ``files``: the gold tool's signature as
     argument writing sees it for that item's conversation, against its full JSON schema. Counting needs no
@@ -74,8 +81,7 @@ def definition_tokens(engine: Engine, reg: Any, files: list[str]) -> dict[str, A
                 continue
             tool = reg.find(it["tool"], it.get("server"))
             view, _ = arg_prompt(tool, it["query"], list(it.get("history") or []))
-            per.append((len(engine.model.tokenize(signature(view, ARG_SIGNATURE), add_special=False)),
-                        len(engine.model.tokenize(full_schema_text(tool), add_special=False))))
+            per.append(tool_def_tokens(engine, view, tool))
     a, b = [x for x, _ in per], [y for _, y in per]
     return {"files": [Path(f).name for f in files], "n_items": len(per),
             "median_a": statistics.median(a), "median_b": statistics.median(b),
@@ -135,8 +141,9 @@ def main() -> None:
                 # it, i.e. required parameters plus the optional ones this conversation bears on.
                 view, msgs = arg_prompt(chosen, it["query"], HISTORY)
                 ms, nt = ttft(engine, msgs, view, MAIN)
-                toks["def_a"].append(len(engine.model.tokenize(signature(view, ARG_SIGNATURE), add_special=False)))
-                toks["def_b"].append(len(engine.model.tokenize(full_schema_text(chosen), add_special=False)))
+                def_a, def_b = tool_def_tokens(engine, view, chosen)
+                toks["def_a"].append(def_a)
+                toks["def_b"].append(def_b)
                 arm["a"].append(route_ms + ms)
                 arm["route"].append(route_ms)
                 toks["a"].append(nt)
