@@ -42,9 +42,22 @@ def _enum_values(schema: Mapping[str, Any], depth: int = 0) -> list[str]:
     for key in ("anyOf", "oneOf", "allOf"):
         for sub in schema.get(key) or []:
             out += _enum_values(sub, depth + 1)
-    for sub in (schema.get("properties") or {}).values():
-        out += _enum_values(sub, depth + 1)
+    for name, sub in (schema.get("properties") or {}).items():
+        if not _is_projection(name, sub):
+            out += _enum_values(sub, depth + 1)
     return out
+
+
+def _is_projection(name: str, schema: Any) -> bool:
+    """An array of enum strings that picks which output fields come back (GitHub's ``fields: ["title",
+    "state", …]``). Its values name the result's columns, not what the tool does: in the document they made
+    ``search_issues`` match "create an issue titled …" through ``title``."""
+    if not isinstance(schema, Mapping) or schema.get("type") != "array":
+        return False
+    items = schema.get("items")
+    if not isinstance(items, Mapping) or not isinstance(items.get("enum"), list):
+        return False
+    return "field" in name.lower() or "fields" in str(schema.get("description", "")).lower()
 
 
 @dataclass(frozen=True)

@@ -43,13 +43,23 @@ _URL = re.compile(r"https?://\S+")
 # an absolute, home or relative file-system path: /etc, /etc/hosts,
 # ~/notes/a.md, ./src; not "owner/repo" (no leading root) and not the path part of a URL (removed first)
 _PATH = re.compile(r"(?<![\w/.:])(?:~|\.{1,2})?/[\w.@-]+(?:/[\w.@-]+)*")
+# a file named without a root ("README.md", "src/main.py", ".github/workflows/deploy.yml"): a source, config or
+# document extension, or a conventional extension-less name in capitals (case-insensitive, "the license" and
+# "Newtonsoft.Json" read as files in the tool definitions' own example requests); "Node.js" is a library
+_FILE = re.compile(
+    r"(?<![\w/.:@-])(?:[\w.-]+/)*(?:[\w-]+\.(?:md|rst|txt|py|ipynb|js|mjs|ts|tsx|jsx|json|ya?ml|toml|ini|cfg|conf|lock|"
+    r"go|rs|java|kt|c|cc|cpp|h|hpp|cs|rb|php|swift|sh|sql|html|css|scss|xml|csv|env|gradle)|README|LICENSE|Dockerfile|"
+    r"Makefile|CHANGELOG|CONTRIBUTING)\b(?![\w/-])",
+)
+_LIBRARY_JS = {"node.js", "next.js", "vue.js", "nuxt.js", "three.js", "d3.js", "chart.js", "express.js", "react.js"}
 _MEDIA = re.compile(r"\.(?:png|jpe?g|gif|webp|bmp|svg|mp3|wav|ogg|mp4|m4a)\b", re.IGNORECASE)
 
 
 def expand_query(query: str) -> str:
     """``query`` plus the expansions of the abbreviations and entity kinds it contains (each once).
 
-    Entity kinds: a URL, a file-system path (an image or media file, or any other) and an issue reference. A
+    Entity kinds: a URL, a file-system path (an image or media file, or any other), a file named without a root
+    (``README.md``, ``src/main.py``) and an issue reference. A
     URL or a path says which kind of tool reads it far better than the words around it ("read
     https://… and summarise" is a fetch, not a memory lookup), yet embedders see only its pieces.
     """
@@ -66,4 +76,6 @@ def expand_query(query: str) -> str:
     path = _PATH.search(text)
     if path:
         extra.append("image or media file path" if _MEDIA.search(path.group(0)) else "local file or directory path")
+    elif any(m.group(0).lower() not in _LIBRARY_JS for m in _FILE.finditer(text)):
+        extra.append("file")
     return f"{query} ({'; '.join(extra)})" if extra else query

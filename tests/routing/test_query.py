@@ -18,6 +18,10 @@ from nexus_agent.routing.query import expand_query
         ("check ./src for TODO comments", "(local file or directory path)"),
         ("look at the scan /home/dana/Downloads/receipt.PNG", "(image or media file path)"),
         ("show my repos and the env at /srv/app", "(repositories; environment; local file or directory path)"),
+        ("show the README of acme/api", "(file)"),
+        ("read src/main.py in acme/api", "(file)"),
+        ("who last touched package.json?", "(file)"),
+        ("kick off deploy.yml on main", "(file)"),
     ],
 )
 def test_expansions(query: str, expansion: str) -> None:
@@ -31,6 +35,9 @@ def test_expansions(query: str, expansion: str) -> None:
         "merge feature/login into main",  # a branch name
         "star acme/api",  # owner/repo is no file path
         "thanks, and/or whatever works",
+        "find a popular Node.js web framework",  # a library, not a file
+        "tag v1.2.3 on main",  # a version, not a file
+        "summarise readme-generator's issues",  # a repository name that starts like a file
     ],
 )
 def test_no_expansion(query: str) -> None:
