@@ -24,10 +24,13 @@ _STOP = frozenset(
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased words of ``text`` with identifiers split, stop-words dropped, light plural stemming."""
+    """Lower-cased words of ``text`` with identifiers split, stop-words and bare numbers dropped, light plural
+    stemming."""
     out = []
     for w in _WORD.findall(split_identifier(text)):
-        if w in _STOP:
+        # a bare number is an id or an amount ("issue 1", "top 5"), not vocabulary: it matched the "+1"
+        # reaction option of every reaction tool ("close issue 1" → add_issue_comment)
+        if w in _STOP or w.isdigit():
             continue
         if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
             w = w[:-1]

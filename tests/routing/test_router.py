@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,8 +14,9 @@ import pytest
 
 from nexus_agent.evaluation.routing import EvalItem, evaluate, load_eval, sample_allowed
 from nexus_agent.registry import Tool, load_registry
+from nexus_agent.routing.docs import tool_document
 from nexus_agent.routing.embedders.base import Embedder, Vectors
-from nexus_agent.routing.lexical import tokenize
+from nexus_agent.routing.lexical import BM25Index, tokenize
 from nexus_agent.routing.router import Router, RouterConfig
 
 
@@ -244,7 +246,8 @@ def test_no_tool_exemplars_share_no_request_with_the_test_or_eval_sets(registry_
     from nexus_agent.routing.relevance import no_tool_exemplars
 
     def norm(s: str) -> str:
-        return " ".join(tokenize(s))
+        # BM25's words plus the numbers it drops: "what is 256 divided by 16?" is not "what's 144 divided by 12"
+        return " ".join(tokenize(s)) + " | " + " ".join(re.findall(r"\d+", s))
 
     ex = {norm(q) for q in no_tool_exemplars()}
     assert len(ex) >= 90
@@ -278,3 +281,13 @@ def test_embedding_cache_rewrites_its_file_only_when_it_learned_something(tmp_pa
     third = EmbeddingCache(HashEmbedder())
     third.load(path)
     assert len(third._docs) == 3
+
+
+def test_bare_numbers_are_no_lexical_evidence(registry_dir: Path) -> None:
+    tools = {t.qualified_name: t for t in _tools(registry_dir)}
+    keys = ["github__add_issue_comment", "github__issue_write"]
+    idx = BM25Index(keys, [tool_document(tools[k]) for k in keys])
+    # add_issue_comment offers the "+1" reaction; the "1" of "issue 1" is an id, and must not favour it
+    with_id, without = idx.scores("close issue 1 in acme/api"), idx.scores("close issue in acme/api")
+    assert np.array_equal(with_id, without)
+    assert tokenize("issue 12 of acme/api, ipv4 and +1") == ["issue", "acme", "api", "ipv4"]
