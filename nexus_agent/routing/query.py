@@ -44,8 +44,8 @@ _URL = re.compile(r"https?://\S+")
 # ~/notes/a.md, ./src; not "owner/repo" (no leading root) and not the path part of a URL (removed first)
 _PATH = re.compile(r"(?<![\w/.:])(?:~|\.{1,2})?/[\w.@-]+(?:/[\w.@-]+)*")
 # a file named without a root ("README.md", "src/main.py", ".github/workflows/deploy.yml"): a source, config or
-# document extension, or a conventional extension-less name in capitals (case-insensitive, "the license" and
-# "Newtonsoft.Json" read as files in the tool definitions' own example requests); "Node.js" is a library
+# document extension, or a conventional extension-less name. Matching is case-sensitive: ignoring case read "the
+# license", "readme, topics" and "Newtonsoft.Json" in the tools' own example requests as files. "Node.js" is a library
 _FILE = re.compile(
     r"(?<![\w/.:@-])(?:[\w.-]+/)*(?:[\w-]+\.(?:md|rst|txt|py|ipynb|js|mjs|ts|tsx|jsx|json|ya?ml|toml|ini|cfg|conf|lock|"
     r"go|rs|java|kt|c|cc|cpp|h|hpp|cs|rb|php|swift|sh|sql|html|css|scss|xml|csv|env|gradle)|README|LICENSE|Dockerfile|"

@@ -23,7 +23,7 @@ NONE = "none"
 # Name and description only: on the github_dev items the gate escalates (first 16), listing each candidate as
 # ``name(…) — 120 characters of description`` picked right 7 times vs 6 with up to six typed parameters and 80
 # characters, at half the prompt (median 547 vs 1,147 tokens, 18 vs 45 s per decision on a loaded machine).
-_SIG = SignatureOptions(max_enum=4, max_nested_keys=1, max_params=0, tool_desc_chars=120)
+_SIG = SignatureOptions(max_params=0, tool_desc_chars=120)  # no parameter shown: enum/nesting limits are moot
 _SYSTEM = (
     "You pick the single tool that fulfils the user's latest request. Tools are listed as "
     "name(parameters) — description. Consider what the user wants done and which operation does it. "
