@@ -15,7 +15,7 @@ import numpy.typing as npt
 from nexus_agent.routing.docs import split_identifier
 
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
+STOP_WORDS = frozenset(
     """
     a an the of to in on for and or is are be it this that with by from at as me my i you your we
     our can could would please pls do does what whats which who how any some there here all get
@@ -30,7 +30,7 @@ def tokenize(text: str) -> list[str]:
     for w in _WORD.findall(split_identifier(text)):
         # a bare number is an id or an amount ("issue 1", "top 5"), not vocabulary: it matched the "+1"
         # reaction option of every reaction tool ("close issue 1" → add_issue_comment)
-        if w in _STOP or w.isdigit():
+        if w in STOP_WORDS or w.isdigit():
             continue
         if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
             w = w[:-1]

@@ -7,7 +7,20 @@ from pathlib import Path
 import pytest
 
 from nexus_agent.registry import load_registry
-from nexus_agent.routing.synth import STYLES, build_prompt, load_cache, main, parse_queries, queries_for
+from nexus_agent.routing.synth import (
+    STYLES,
+    banned_token_ids,
+    build_prompt,
+    grounded_in,
+    leans_to_sibling,
+    load_cache,
+    main,
+    name_words,
+    parse_queries,
+    queries_for,
+    sibling_stems,
+    uses_name_words,
+)
 
 
 def test_parse_queries_drops_numbering_echoes_and_duplicates(registry_dir: Path) -> None:
@@ -41,7 +54,8 @@ def test_shipped_cache_covers_the_registry_and_holds_no_eval_queries(
     # a completion can parse to nothing (stripe finalize_invoice did, once); such a tool still trains on its
     # description and name, but more than a handful would mean the prompt or the parser broke
     empty = sorted(k for k, v in current.items() if not v)
-    assert len(empty) <= 3, empty
+    # indirect requests lose every line that uses a word of the tool's name, so a few more tools end up empty
+    assert len(empty) <= (15 if STYLES[style].forbid_name_words else 3), empty
     assert {e["model"] for e in load_cache(cache)["tools"].values()} == {"qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"}
     made = {q.strip().lower() for qs in current.values() for q in qs}
     leaked = made & eval_queries
@@ -56,3 +70,46 @@ def test_bad_shard_is_a_usage_error_naming_the_value(
         main(["--registry", str(registry_dir), "--shard", shard])
     assert exc.value.code == 2
     assert f"--shard '{shard}'" in capsys.readouterr().err
+
+
+def test_indirect_prompt_forbids_the_name_words_and_the_example_shows_how(registry_dir: Path) -> None:
+    tool = next(t for t in load_registry(registry_dir).profile("github_all") if t.name == "merge_pull_request")
+    msgs = build_prompt(tool, 6, STYLES["indirect"])
+    assert "Forbidden words: merge, pull, request" in msgs[3]["content"]
+    assert "Forbidden words: get, forecast" in msgs[1]["content"]
+    assert not any(uses_name_words(q, "get_forecast") for q in msgs[2]["content"].splitlines())
+    assert "Forbidden" not in build_prompt(tool, 6, STYLES["short"])[3]["content"]
+    # the parser enforces the ban the model may ignore
+    assert parse_queries("merge PR 5 pls\nLGTM, land it", tool, 6, forbid_name_words=True) == ["LGTM, land it"]
+
+
+def test_name_words_match_by_stem_and_leave_short_words_allowed() -> None:
+    assert name_words("get_me") == ["get"]
+    assert name_words("API-post-search") == ["api", "post", "search"]
+    assert uses_name_words("Merging PR 5 now", "merge_pull_request") is False  # "merging" ≠ stem "merge"
+    assert uses_name_words("merge PR 5", "merge_pull_request")
+    assert uses_name_words("forget that entity", "delete_entities")  # entities → stem "entit"
+    assert not uses_name_words("LGTM, land it", "merge_pull_request")
+
+
+def test_banned_tokens_spell_a_name_word_or_most_of_one() -> None:
+    vocab = [" issue", "Issues", " iss", " repo", " repository", "wr", " Write", "ue", " collaborator", " coll"]
+    banned = {vocab[i] for i in banned_token_ids(vocab, "issue_write")}
+    assert banned == {" issue", "Issues", " Write"}
+    banned = {vocab[i] for i in banned_token_ids(vocab, "list_repository_collaborators")}
+    # "repo" is a word of its own and stays; "coll" is too short a piece to ban
+    assert banned == {" repository", " collaborator"}
+
+
+def test_indirect_requests_that_lean_to_a_sibling_or_touch_nothing_of_the_tool_are_flagged(registry_dir: Path) -> None:
+    reg = load_registry(registry_dir)
+    github = reg.profile("github_all")
+    issue_write = next(t for t in github if t.name == "issue_write")
+    stems = sibling_stems(issue_write, github)
+    assert "pull" in stems and "issue" not in stems  # its own document says "issue"
+    assert "get" not in stems  # a stop-word (get_me, get_label …) is no lean
+    assert leans_to_sibling("update existing pull request #987", stems)
+    assert not leans_to_sibling("close bug #789", stems)
+    assert grounded_in("close bug #789", issue_write)  # "closed" is one of its state options
+    echo = next(t for t in reg.profile(None) if t.qualified_name == "everything__echo")
+    assert not grounded_in("what's the capital of france?", echo)

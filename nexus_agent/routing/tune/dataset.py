@@ -2,7 +2,10 @@
 
 Anchors (the "queries" side of a training pair) are the tool's first ``n_synthetic`` short synthetic requests
 (the rest stay held out for τ calibration, as in the router), its situational requests (context, then the ask),
-the first sentence of its description, and its name split into words, in that order. Everything comes from the
+its indirect requests (without the words of its name) that pass two checks, the first sentence of its
+description, and its name split into words, in that order. The checks drop an indirect request that uses a
+server-mate's name word the tool's own document lacks (it leans to that sibling) or shares no word with the tool's
+document (the model drifted off the tool). Everything comes from the
 tool definition; the shipped set is
 ``routing/data/tuning_set.json``, rebuilt with::
 
@@ -25,10 +28,17 @@ from nexus_agent.registry import Registry, load_registry
 from nexus_agent.routing.docs import DocConfig, split_identifier, tool_document
 from nexus_agent.routing.query import expand_query
 from nexus_agent.routing.router import RouterConfig
-from nexus_agent.routing.synth import SITUATIONAL_CACHE, queries_for
+from nexus_agent.routing.synth import (
+    INDIRECT_CACHE,
+    SITUATIONAL_CACHE,
+    grounded_in,
+    leans_to_sibling,
+    queries_for,
+    sibling_stems,
+)
 from nexus_agent.signature import first_sentence
 
-VERSION = 2  # 2: situational requests added to the anchors
+VERSION = 3  # 2: situational requests added to the anchors; 3: indirect requests
 DEFAULT_SET = Path(__file__).parent.parent / "data" / "tuning_set.json"
 
 
@@ -38,9 +48,14 @@ def build_set(registry: Registry, n_synthetic: int | None = None) -> dict[str, A
     tools = registry.profile(None)
     synth = queries_for(tools)
     situational = queries_for(tools, SITUATIONAL_CACHE)
+    indirect = queries_for(tools, INDIRECT_CACHE)
     out: dict[str, Any] = {}
     for t in tools:
-        anchors = [*synth.get(t.qualified_name, [])[:n], *situational.get(t.qualified_name, [])]
+        stems = sibling_stems(t, tools)
+        paraphrases = [
+            q for q in indirect.get(t.qualified_name, []) if grounded_in(q, t) and not leans_to_sibling(q, stems)
+        ]
+        anchors = [*synth.get(t.qualified_name, [])[:n], *situational.get(t.qualified_name, []), *paraphrases]
         anchors.append(first_sentence(" ".join(t.description.split())))
         anchors.append(split_identifier(t.name))
         # the router expands chat abbreviations before embedding a query, so train on what it will see
