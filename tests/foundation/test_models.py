@@ -95,3 +95,37 @@ def test_verify_detects_a_modified_file(isolated_home: Path) -> None:
         f.write(b"\xff\xff")
     with pytest.raises(models.ModelError, match="sha256"):
         models.verify("tiny")
+
+
+def test_a_second_fetch_waits_for_the_first_and_does_not_assemble_again(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+    import threading
+
+    spec = models.CATALOG["tiny"]
+    path = store.model_path(spec)
+    assembled: list[str] = []
+    monkeypatch.setitem(store._ASSEMBLERS, spec.assembly, lambda s, tmp, progress: assembled.append(s.name))
+    checked = threading.Event()
+    real_is_present = store.is_present
+
+    def is_present(s: catalog.ModelSpec) -> bool:
+        checked.set()
+        return real_is_present(s)
+
+    monkeypatch.setattr(store, "is_present", is_present)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # this test plays the process that is already assembling: it holds the lock, then finishes the model
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        second = threading.Thread(target=models.fetch_model, args=("tiny",))
+        second.start()
+        assert checked.wait(10)  # the second fetch saw no model and now waits on the lock
+        second.join(0.3)
+        assert second.is_alive() and not assembled
+        store.write_tiny_gguf(path, store.vocab_gguf("llama-spm"), store.TinyConfig())
+        store._stamp(path).write_text(store._stamp_value(path))
+    second.join(30)
+    assert not second.is_alive()
+    assert assembled == []  # it found the finished model instead of building into the same .partial path
