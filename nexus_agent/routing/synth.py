@@ -14,7 +14,7 @@ files whose ``tools`` maps are disjoint, to be merged)::
 
     python -m nexus_agent.routing.synth --registry ../shared/mcp-registry --model qwen1.5b [--style situational]
 
-Two styles, each in its own cache file:
+Three styles, each in its own cache file:
 
 * ``short`` (``synthetic_queries.json``): terse chat requests, 8 per tool. The router indexes the first 6
   (for embedders that want them) and keeps the rest for τ calibration.
@@ -30,7 +30,7 @@ Two styles, each in its own cache file:
 
 Every entry records its model; a run with another ``--model`` regenerates the entries made by a different
 model. All three files feed the fine-tuning set (:mod:`nexus_agent.routing.tune`). All were made with
-qwen1.5b (about 10–13 s per tool on one core).
+qwen1.5b (about 10–13 s per tool on one core; indirect ~25 s per tool with two one-thread shards side by side).
 """
 
 from __future__ import annotations
@@ -164,9 +164,14 @@ def sibling_stems(tool: Tool, tools: Iterable[Tool]) -> set[str]:
     return {s for s in stems if not any(w.startswith(s) for w in own)}
 
 
+def _has_word_starting_with(line: str, stems: Iterable[str]) -> bool:
+    words = re.findall(r"[a-z0-9]+", line.lower())
+    return any(w.startswith(s) for s in stems for w in words)
+
+
 def leans_to_sibling(line: str, stems: set[str]) -> bool:
     """Whether ``line`` has a word starting with one of ``stems`` (from :func:`sibling_stems`)."""
-    return any(w.startswith(s) for w in re.findall(r"[a-z0-9]+", line.lower()) for s in stems)
+    return _has_word_starting_with(line, stems)
 
 
 def grounded_in(line: str, tool: Tool) -> bool:
@@ -199,8 +204,7 @@ def banned_token_ids(vocab: list[str], name: str) -> list[int]:
 
 def uses_name_words(line: str, name: str) -> bool:
     """Whether ``line`` contains a word starting with the stem of one of ``name``'s words (case-insensitive)."""
-    stems = [_stem(w) for w in name_words(name)]
-    return any(w.startswith(s) for w in re.findall(r"[a-z0-9]+", line.lower()) for s in stems)
+    return _has_word_starting_with(line, [_stem(w) for w in name_words(name)])
 
 
 def _method_hint(tool: Tool) -> str:
