@@ -6,7 +6,8 @@
 4. ask for confirmation when the tool is destructive or not declared read-only;
 5. call the tool (on the MCP event loop);
 6. keep only a surrogate of the output in the history;
-7. stream the final answer.
+7. stream the final answer (with no tool: in the sidecar, under a system prompt without the argument rules,
+   told that nothing was run, so an action request gets "I could not do that" rather than a made-up call).
 
 Every failure becomes an ``error`` event and leaves the conversation as it was before the turn. A turn whose
 consumer stops listening (Ctrl-C, a closed event stream) ends at its next event with :class:`TurnCancelled`; it
@@ -33,7 +34,7 @@ from nexus_agent.agent.events import (
     ToolResultEvent,
 )
 from nexus_agent.agent.history import Conversation, Turn, surrogate
-from nexus_agent.agent.prompts import NO_TOOL, SYSTEM_MAIN, TOOL_DATA, TOOL_ERROR
+from nexus_agent.agent.prompts import NO_TOOL, SYSTEM_CHAT, SYSTEM_MAIN, TOOL_DATA, TOOL_ERROR
 from nexus_agent.engine import MAIN, SIDECAR, Engine
 from nexus_agent.registry import Tool
 
@@ -138,6 +139,7 @@ def _run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit, che
                         candidates=[Candidate(name=n, score=s) for n, s in route.candidates],
                         latency_ms=route.latency_ms))
         messages = [{"role": "system", "content": SYSTEM_MAIN}, *window]
+        seq = MAIN
         if route.tool is not None:
             tool = deps.tools().get(route.tool)
             if tool is None:
@@ -172,7 +174,11 @@ def _run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit, che
             messages.append({"role": "user", "content": template.format(
                 tool=tool.name, args=json.dumps(args, ensure_ascii=False), data=data, request=request)})
         else:
-            messages.append({"role": "user", "content": NO_TOOL.format(request=request)})
+            # No tool: answer in the sidecar under the system prompt without the JSON-argument rules (see
+            # prompts.NO_TOOL), so the main context keeps its cached prefix for the next turn.
+            messages = [{"role": "system", "content": SYSTEM_CHAT}, *window,
+                        {"role": "user", "content": NO_TOOL.format(request=request)}]
+            seq = SIDECAR
 
         def on_token(text: str) -> None:
             partial.append(text)
@@ -180,10 +186,13 @@ def _run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit, che
 
         try:
             prompt = eng.tokenize_chat(messages)
-            gen = eng.generate(prompt, seq=MAIN, max_tokens=384, repeat_penalty=1.1, on_token=on_token)
+            gen = eng.generate(prompt, seq=seq, max_tokens=384, repeat_penalty=1.1, on_token=on_token)
         except Exception as e:
             emit(ErrorEvent(stage="answer", message=f"answer generation failed: {e}"))
             return
+        finally:
+            if seq == SIDECAR:
+                eng.free(SIDECAR)
         turn.answer = gen.text.strip()
         convo.turns.append(turn)
         emit(AnswerEvent(text=turn.answer))

@@ -4,7 +4,7 @@ Sequences of the single context (``kv_unified`` so they can share cells):
 
 * ``MAIN`` (0): the conversation; arguments and answers are generated here.
 * ``SIDECAR`` (1): a temporary sequence that starts at position 0 each turn (pruned window, routing
-  validation); freed after the turn.
+  validation, answers without a tool call); freed after use.
 * ``SCRATCH`` (2): short-lived scoring (rerankers, TTFT arms).
 
 Each sequence remembers the tokens it holds, so a new prompt only decodes what differs from the cached

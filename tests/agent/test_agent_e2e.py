@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,6 +62,16 @@ def test_small_talk_gets_no_tool_and_a_plain_answer(agent: SyncNexusAgent) -> No
     text = answer.text.strip()  # type: ignore[union-attr]
     # the main context's system prompt carries the JSON-argument rules; the answer must not turn into one
     assert text and not text.startswith(("{", "```")), text
+
+
+def test_an_action_no_tool_can_do_is_declined_not_faked(agent: SyncNexusAgent) -> None:
+    events = agent.run("book a table for two at 7pm tonight")
+    assert events[0].type == "route" and events[0].decision == "no-tool", events[0]  # type: ignore[union-attr]
+    assert not any(e.type == "tool_call" for e in events)
+    text = events[-1].text.strip()  # type: ignore[union-attr]
+    # under the argument rules qwen0.5b answered this with a made-up JSON call; it must say it could not do it
+    assert text and not text.startswith(("{", "```")), text
+    assert re.search(r"\b(can't|cannot|can not|could not|couldn't|unable|not able)\b", text, re.IGNORECASE), text
 
 
 def test_tool_that_writes_is_held_for_confirmation(agent: SyncNexusAgent) -> None:

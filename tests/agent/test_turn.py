@@ -11,9 +11,10 @@ import pytest
 
 from nexus_agent.agent.events import Event
 from nexus_agent.agent.history import Conversation, surrogate
+from nexus_agent.agent.prompts import SYSTEM_CHAT
 from nexus_agent.agent.routing_adapter import AgentRouter, build_router
 from nexus_agent.agent.turn import CallResult, TurnCancelled, TurnDeps, needs_confirmation, run_turn
-from nexus_agent.engine import Engine, EngineConfig
+from nexus_agent.engine import SIDECAR, Engine, EngineConfig
 from nexus_agent.registry import Registry, Tool, load_registry
 
 
@@ -104,6 +105,29 @@ def test_crashed_tool_gives_an_error_and_keeps_the_conversation(engine: Engine, 
     assert events[-1].type == "error"
     assert events[-1].stage == "tool" and "crashed" in events[-1].message  # type: ignore[union-attr]
     assert convo.turns == []
+
+
+def test_answer_without_a_tool_is_written_in_the_sidecar_without_the_argument_rules(
+        engine: Engine, router: AgentRouter, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[str, Any]] = []
+    real_chat, real_generate, real_free = engine.tokenize_chat, engine.generate, engine.free
+    monkeypatch.setattr(engine, "tokenize_chat", lambda m, *a, **k: seen.append(("chat", m)) or real_chat(m, *a, **k))
+    monkeypatch.setattr(engine, "generate",
+                        lambda p, *a, **k: seen.append(("generate", k.get("seq"))) or real_generate(p, *a, **k))
+    monkeypatch.setattr(engine, "free", lambda seq: seen.append(("free", seq)) or real_free(seq))
+    calls: list[Any] = []
+    convo = Conversation()
+    events: list[Event] = []
+    run_turn(_deps(engine, router, tools, calls), convo, "good evening! how was your day?", events.append)
+    route = events[0]
+    assert route.type == "route" and route.decision == "no-tool", route  # type: ignore[union-attr]
+    assert calls == [] and events[-1].type == "answer", [e.type for e in events]
+    chat = [m for kind, m in seen if kind == "chat"]
+    assert chat[-1][0] == {"role": "system", "content": SYSTEM_CHAT}  # no JSON-argument rules to imitate
+    assert "No tool was run" in chat[-1][-1]["content"] and chat[-1][-1]["content"].startswith("good evening")
+    # written in the sidecar, which is freed afterwards: the main context keeps its cached prefix
+    assert [x for x in seen if x[0] != "chat"][-2:] == [("generate", SIDECAR), ("free", SIDECAR)]
+    assert len(convo.turns) == 1 and convo.turns[0].tool is None
 
 
 def _cancel_at(kind: str, events: list[Event]) -> tuple[Any, Any]:
