@@ -215,6 +215,25 @@ def drop_ungrounded(tool: Tool, args: dict[str, Any], context: str, user_context
     return kept if validate(tool, kept) is None else args
 
 
+# A parameter that names which existing object to act on: issue_number, pullNumber, comment_id, page_id, threadID …
+_IDENTIFIER = re.compile(r"(?:^|_)(?:number|id)$|[a-z0-9](?:Number|Id|ID)$")
+
+
+def ungrounded_identifiers(tool: Tool, args: Mapping[str, Any], context: str) -> dict[str, Any]:
+    """Required identifier arguments (``issue_number``, ``pullNumber``, ``page_id`` …) whose value appears nowhere in
+    ``context`` (the conversation: the user's words and earlier tool output), so the model made them up: name →
+    value. The grammar makes the model write every required value, and with none given it writes one (seen:
+    "open a pull request from hotfix to main", routed to update_pull_request, got ``pullNumber: 1``)."""
+    props = tool.input_schema.get("properties") or {}
+    required = set(tool.input_schema.get("required") or [])
+    cw = words(context)
+    return {
+        k: v for k, v in args.items()
+        if k in required and _IDENTIFIER.search(k) and not isinstance(v, bool) and isinstance(v, int | float | str)
+        and not _grounded(v, props.get(k) or {}, k, context, cw)
+    }
+
+
 def validate(tool: Tool, args: Any) -> str | None:
     """None when ``args`` validate against the tool's schema, else a one-line reason naming the field."""
     if not isinstance(args, dict):

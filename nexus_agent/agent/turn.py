@@ -2,7 +2,8 @@
 
 1. route the request (retrieval; escalations are decided in the sidecar over the pruned window);
 2. write arguments in the main context over the compressed signature, under the schema's grammar;
-3. validate (one repair attempt inside the writer);
+3. validate (one repair attempt inside the writer); a tool that may write must not act on an object (issue,
+   PR, comment …) whose identifier the conversation never gave;
 4. ask for confirmation when the tool is destructive or not declared read-only;
 5. call the tool (on the MCP event loop);
 6. keep only a surrogate of the output in the history;
@@ -22,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from nexus_agent.agent.args import ArgumentWriter
+from nexus_agent.agent.args import ArgumentWriter, conversation_text, ungrounded_identifiers
 from nexus_agent.agent.events import (
     AnswerEvent,
     Candidate,
@@ -152,8 +153,18 @@ def _run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit, che
                                 message=f"could not write valid arguments for {tool.name}: {result.schema_error}"))
                 return
             args = result.arguments
+            may_write = needs_confirmation(deps.annotations(route.tool))
+            # A write must act on an object the user named: a made-up issue or PR number would change the wrong
+            # one (reads are left alone: a wrong read changes nothing, and read-only tools such as
+            # sequentialthinking take counters named like identifiers).
+            made_up = ungrounded_identifiers(tool, args, conversation_text(request, window)) if may_write else {}
+            if made_up:
+                emit(ErrorEvent(stage="arguments", message=(
+                    f"{tool.name} needs {', '.join(made_up)}, which the conversation does not give (the model wrote "
+                    f"{json.dumps(made_up, ensure_ascii=False)}), so it was not run; say which one you mean")))
+                return
             confirmed = True
-            if needs_confirmation(deps.annotations(route.tool)) and not deps.auto_yes:
+            if may_write and not deps.auto_yes:
                 confirmed = bool(deps.confirm and deps.confirm(route.tool, args, deps.annotations(route.tool)))
             emit(ToolCallEvent(name=tool.name, server=tool.server, arguments=args, confirmed=confirmed))
             if not confirmed:

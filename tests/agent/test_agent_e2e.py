@@ -74,6 +74,19 @@ def test_an_action_no_tool_can_do_is_declined_not_faked(agent: SyncNexusAgent) -
     assert re.search(r"\b(can't|cannot|can not|could not|couldn't|unable|not able)\b", text, re.IGNORECASE), text
 
 
+def test_a_write_to_an_object_nobody_named_is_refused_before_confirmation(agent: SyncNexusAgent) -> None:
+    before = (len(agent.agent.conversation.turns), len(agent.confirmations))  # type: ignore[attr-defined]
+    # no number anywhere in the conversation: whatever issue number the model writes, it made it up
+    events = agent.run("add a comment to the issue in acme/api saying thanks")
+    route = events[0]
+    assert route.type == "route" and route.tool == "github__add_issue_comment", route  # type: ignore[union-attr]
+    err = events[-1]
+    assert err.type == "error" and err.stage == "arguments" and "issue_number" in err.message, err  # type: ignore[union-attr]
+    assert not any(e.type == "tool_call" for e in events)
+    after = (len(agent.agent.conversation.turns), len(agent.confirmations))  # type: ignore[attr-defined]
+    assert after == before  # nobody was asked, nothing recorded
+
+
 def test_tool_that_writes_is_held_for_confirmation(agent: SyncNexusAgent) -> None:
     before = len(agent.agent.conversation.turns)
     events = agent.run("create an issue in acme/api titled 'Nexus test issue' with body 'created by a test'")

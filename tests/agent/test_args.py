@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from nexus_agent.agent.args import _ANY_OBJECT, arg_view, drop_ungrounded, grammar_for, validate
+from nexus_agent.agent.args import (
+    _ANY_OBJECT,
+    arg_view,
+    drop_ungrounded,
+    grammar_for,
+    ungrounded_identifiers,
+    validate,
+)
 from nexus_agent.agent.eval_args import check_arguments, expected_names, values_match
 from nexus_agent.llm import LlamaModel, Sampler
 from nexus_agent.registry import Registry, load_registry
@@ -93,6 +100,25 @@ def test_options_are_grounded_in_the_users_own_words(reg: Registry) -> None:
     assert drop_ungrounded(tool, args, context, user) == {"owner": "acme", "repo": "api", "state": "OPEN"}
     newest = "list the open issues in acme/api, newest created first"
     assert drop_ungrounded(tool, args, context, newest) == args  # the user asked for it
+
+
+def test_made_up_identifiers_are_found_given_ones_are_not(reg: Registry) -> None:
+    pr = reg.find("update_pull_request", "github")
+    args = {"owner": "acme", "repo": "api", "pullNumber": 1, "title": "Hotfix"}
+    # "open a pull request" routed to update_pull_request: the grammar made the model write some number
+    assert ungrounded_identifiers(pr, args, "open a pull request from hotfix to main in acme/api titled 'Hotfix'") \
+        == {"pullNumber": 1}
+    assert ungrounded_identifiers(pr, args, "retitle PR 1 in acme/api to 'Hotfix'") == {}
+    # a number from earlier tool output (the history's surrogate) counts as given; a longer number does not
+    history = "list the open pull requests in acme/api\n(used list_pull_requests {...}) → [{\"number\": 1}]\nmerge it"
+    assert ungrounded_identifiers(pr, args, history) == {}
+    assert ungrounded_identifiers(pr, args, "retitle PR 12 in acme/api") == {"pullNumber": 1}
+    # string identifiers too; parameters that are not identifiers (owner, title) are never flagged
+    page = reg.find("API-move-page", "notion")
+    moved = {"page_id": "59833787-2cf9-4fdf-8782-e53db20768a5", "parent": {"page_id": "x"}}
+    assert list(ungrounded_identifiers(page, moved, "move my notes page under Projects")) == ["page_id"]
+    assert ungrounded_identifiers(page, moved, "move page 59833787-2cf9-4fdf-8782-e53db20768a5 under x") == {}
+    assert ungrounded_identifiers(pr, {**args, "owner": "someone"}, "retitle PR 1") == {}
 
 
 def test_checker_matches_bfcl_rules(reg: Registry) -> None:
