@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -219,18 +219,43 @@ def drop_ungrounded(tool: Tool, args: dict[str, Any], context: str, user_context
 _IDENTIFIER = re.compile(r"(?:^|_)(?:number|id)$|[a-z0-9](?:Number|Id|ID)$")
 
 
-def ungrounded_identifiers(tool: Tool, args: Mapping[str, Any], context: str) -> dict[str, Any]:
-    """Required identifier arguments (``issue_number``, ``pullNumber``, ``page_id`` …) whose value appears nowhere in
-    ``context`` (the conversation: the user's words and earlier tool output), so the model made them up: name →
-    value. The grammar makes the model write every required value, and with none given it writes one (seen:
-    "open a pull request from hotfix to main", routed to update_pull_request, got ``pullNumber: 1``)."""
+def _kind_words(name: str, prop: Mapping[str, Any]) -> set[str]:
+    """What an identifier parameter points at, as words: ``pullNumber`` → pull, pr; ``sub_issue_id`` → sub, issue.
+    A description that says "issue or pull request number" adds the pull-request words."""
+    kind = words(name) - {"number", "id", "ids"}
+    if "pull" in kind or "pull request" in str(prop.get("description", "")).lower():
+        kind |= {"pull", "pr", "prs"}
+    return kind
+
+
+def ungrounded_identifiers(tool: Tool, args: Mapping[str, Any], request: str,
+                           history: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
+    """Required identifier arguments (``issue_number``, ``pullNumber``, ``page_id`` …) the conversation does not
+    give, so the model made them up: name → value. The grammar makes the model write every required value, and with
+    none given it writes one (seen: "open a pull request from hotfix to main", routed to update_pull_request, got
+    ``pullNumber: 1``).
+
+    Given means: in the request itself, or in an earlier message (the user's words or a tool's output) that also
+    names the identifier's kind or writes it as ``#N``. "close issue 1" earlier does not give a pull request 1;
+    it does give the issue that "reopen it" means."""
     props = tool.input_schema.get("properties") or {}
     required = set(tool.input_schema.get("required") or [])
-    cw = words(context)
+
+    def given(name: str, value: Any, prop: Mapping[str, Any]) -> bool:
+        if _grounded(value, prop, name, request, words(request)):
+            return True
+        kind = _kind_words(name, prop)
+        for m in history:
+            text = m.get("content", "")
+            tw = words(text)
+            if _grounded(value, prop, name, text, tw) and (not kind or kind & tw or f"#{value}" in text):
+                return True
+        return False
+
     return {
         k: v for k, v in args.items()
         if k in required and _IDENTIFIER.search(k) and not isinstance(v, bool) and isinstance(v, int | float | str)
-        and not _grounded(v, props.get(k) or {}, k, context, cw)
+        and not given(k, v, props.get(k) or {})
     }
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from nexus_agent.agent.args import ArgumentWriter, conversation_text, ungrounded_identifiers
+from nexus_agent.agent.args import ArgumentWriter, ungrounded_identifiers
 from nexus_agent.agent.events import (
     AnswerEvent,
     Candidate,
@@ -35,7 +35,7 @@ from nexus_agent.agent.events import (
     ToolResultEvent,
 )
 from nexus_agent.agent.history import Conversation, Turn, surrogate
-from nexus_agent.agent.prompts import NO_TOOL, SYSTEM_CHAT, SYSTEM_MAIN, TOOL_DATA, TOOL_ERROR
+from nexus_agent.agent.prompts import NO_TOOL, SYSTEM_CHAT, SYSTEM_MAIN, TOOL_DATA, TOOL_DONE, TOOL_ERROR
 from nexus_agent.engine import MAIN, SIDECAR, Engine
 from nexus_agent.registry import Tool
 
@@ -157,7 +157,7 @@ def _run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit, che
             # A write must act on an object the user named: a made-up issue or PR number would change the wrong
             # one (reads are left alone: a wrong read changes nothing, and read-only tools such as
             # sequentialthinking take counters named like identifiers).
-            made_up = ungrounded_identifiers(tool, args, conversation_text(request, window)) if may_write else {}
+            made_up = ungrounded_identifiers(tool, args, request, window) if may_write else {}
             if made_up:
                 emit(ErrorEvent(stage="arguments", message=(
                     f"{tool.name} needs {', '.join(made_up)}, which the conversation does not give (the model wrote "
@@ -181,7 +181,7 @@ def _run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit, che
             turn.tool, turn.arguments, turn.tool_result = route.tool, args, short
             emit(ToolResultEvent(name=tool.name, is_error=out.is_error, text=short, chars=len(out.text)))
             data = out.text if len(out.text) <= MAX_TOOL_CHARS else out.text[:MAX_TOOL_CHARS] + " …(truncated)"
-            template = TOOL_ERROR if out.is_error else TOOL_DATA
+            template = TOOL_ERROR if out.is_error else TOOL_DONE if may_write else TOOL_DATA
             messages.append({"role": "user", "content": template.format(
                 tool=tool.name, args=json.dumps(args, ensure_ascii=False), data=data, request=request)})
         else:

@@ -109,10 +109,18 @@ def test_made_up_identifiers_are_found_given_ones_are_not(reg: Registry) -> None
     assert ungrounded_identifiers(pr, args, "open a pull request from hotfix to main in acme/api titled 'Hotfix'") \
         == {"pullNumber": 1}
     assert ungrounded_identifiers(pr, args, "retitle PR 1 in acme/api to 'Hotfix'") == {}
-    # a number from earlier tool output (the history's surrogate) counts as given; a longer number does not
-    history = "list the open pull requests in acme/api\n(used list_pull_requests {...}) → [{\"number\": 1}]\nmerge it"
-    assert ungrounded_identifiers(pr, args, history) == {}
     assert ungrounded_identifiers(pr, args, "retitle PR 12 in acme/api") == {"pullNumber": 1}
+    # from earlier messages, only where they name the kind (or write #N): an earlier "issue 1" is no pull request 1
+    listed = [{"role": "user", "content": "list the open pull requests in acme/api"},
+              {"role": "assistant", "content": '(used list_pull_requests {"owner": "acme"}) → [{"number": 1}]'}]
+    assert ungrounded_identifiers(pr, args, "retitle it to 'Hotfix'", listed) == {}
+    closed = [{"role": "user", "content": "close issue 1 in acme/api"}, {"role": "assistant", "content": "Closed."}]
+    assert ungrounded_identifiers(pr, args, "open a pull request from hotfix to main", closed) == {"pullNumber": 1}
+    assert ungrounded_identifiers(pr, args, "retitle it", [{"role": "user", "content": "what's acme/api#1?"}]) == {}
+    comment = reg.find("add_issue_comment", "github")
+    said = {"owner": "acme", "repo": "api", "issue_number": 1, "body": "why?"}
+    assert ungrounded_identifiers(comment, said, "ask why on it", closed) == {}  # the issue "it" means
+    assert ungrounded_identifiers(comment, said, "ask why on the issue") == {"issue_number": 1}
     # string identifiers too; parameters that are not identifiers (owner, title) are never flagged
     page = reg.find("API-move-page", "notion")
     moved = {"page_id": "59833787-2cf9-4fdf-8782-e53db20768a5", "parent": {"page_id": "x"}}

@@ -95,6 +95,24 @@ def test_tool_that_may_write_is_not_run_without_confirmation(engine: Engine, rou
     assert convo.turns == []
 
 
+def test_a_call_that_changed_something_is_answered_as_done_a_read_as_data(
+        engine: Engine, router: AgentRouter, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch) -> None:
+    chats: list[Any] = []
+    real_chat = engine.tokenize_chat
+    monkeypatch.setattr(engine, "tokenize_chat", lambda m, *a, **k: chats.append(m) or real_chat(m, *a, **k))
+    calls: list[Any] = []
+    events: list[Event] = []
+    # create_repository may write (no readOnlyHint); allowed with --yes
+    run_turn(_deps(engine, router, tools, calls, CallResult('{"full_name": "octo-dev/demo"}', False), yes=True),
+             Conversation(), "create a new repository called demo", events.append)
+    assert [c[0] for c in calls] == ["github__create_repository"], events
+    assert events[-1].type == "answer"
+    assert "it succeeded" in chats[-1][-1]["content"] and "what was done" in chats[-1][-1]["content"]
+    run_turn(_deps(engine, router, tools, calls, CallResult('{"login": "octo-dev"}', False)), Conversation(),
+             "show my GitHub user profile (get me)", events.append)
+    assert calls[-1][0] == "github__get_me" and "it succeeded" not in chats[-1][-1]["content"]  # read-only: data
+
+
 def test_crashed_tool_gives_an_error_and_keeps_the_conversation(engine: Engine, router: AgentRouter,
                                                                 tools: dict[str, Tool]) -> None:
     calls: list[Any] = []
