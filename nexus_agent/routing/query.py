@@ -79,3 +79,15 @@ def expand_query(query: str) -> str:
     elif any(m.group(0).lower() not in _LIBRARY_JS for m in _FILE.finditer(text)):
         extra.append("file")
     return f"{query} ({'; '.join(extra)})" if extra else query
+
+
+# Words that point back into the conversation: "reopen it", "any similar reports in that repo?", "log a bug for
+# this". Retrieval sees only the request, so with history such a request goes to the reranker, which sees the
+# conversation too. A "that" used as a conjunction costs one needless escalation, not a wrong decision.
+_BACK_REFERENCE = re.compile(r"\b(?:it|its|this|that|these|those|them|there)\b", re.IGNORECASE)
+
+
+def refers_back(query: str) -> bool:
+    """Whether ``query`` points at something said earlier (a pronoun or demonstrative)."""
+    return bool(_BACK_REFERENCE.search(query))
+

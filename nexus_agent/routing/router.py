@@ -24,7 +24,7 @@ from nexus_agent.routing.docs import DocConfig, DocStyle, tool_document
 from nexus_agent.routing.embedders.base import Embedder
 from nexus_agent.routing.gate import Gate, adversarial_pairs, calibrate_tau
 from nexus_agent.routing.lexical import BM25Index
-from nexus_agent.routing.query import expand_query
+from nexus_agent.routing.query import expand_query, refers_back
 from nexus_agent.routing.relevance import best_similarity, looks_like_no_tool, no_tool_exemplars
 from nexus_agent.routing.rerank.base import Reranker
 from nexus_agent.routing.slb import SLB, cache_path
@@ -50,6 +50,9 @@ class RouterConfig:
     pool: int = 20  # candidates handed to the reranker (recall@15 0.86 vs @20 0.93 on github_dev, minilm)
     gate: bool = True  # False → never escalate (retrieval top-1 is final)
     always_escalate: bool = False  # True → every decision goes to the reranker
+    # with history, a request that points back ("reopen it", query.refers_back) goes to the reranker, which sees
+    # the history; retrieval sees only the request
+    escalate_back_references: bool = True
     tau: float | None = None  # None → calibrate on adversarial pairs
     tau_percentile: float = 20.0
     min_dense: float | None = None  # relevance floor on the best dense score; None → calibrate
@@ -422,7 +425,8 @@ class Router:
         pool = cands[: self.cfg.pool]
         if not cands:
             return RouteResult([], "no-tool", None, margin, (time.perf_counter() - t0) * 1e3)
-        escalate = self.cfg.always_escalate or (self.cfg.gate and not self.gate.decide(margin))
+        escalate = self.cfg.always_escalate or (self.cfg.gate and not self.gate.decide(margin)) or (
+            self.cfg.escalate_back_references and bool(history) and refers_back(query))
         floor = self.min_dense if allowed is None or self.cfg.min_dense is not None else self._subset_floor(allowed)
         best_dense = max(c.dense for c in pool)
         relevant = floor is None or best_dense >= floor

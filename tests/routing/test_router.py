@@ -206,6 +206,36 @@ def test_below_the_floor_the_reranker_is_asked_only_when_history_may_explain_the
     assert res.decision == "no-tool" and rr.calls == 1
 
 
+def test_a_request_that_points_back_goes_to_the_reranker_when_there_is_history(registry_dir: Path) -> None:
+    from dataclasses import replace
+
+    from nexus_agent.routing.query import refers_back
+    from nexus_agent.routing.rerank.base import Reranker, RerankResult
+
+    class Recording(Reranker):
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def rerank(
+            self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()
+        ) -> RerankResult:
+            self.calls += 1
+            return RerankResult(scores=[0.0] * len(candidates), choice=candidates[0].qualified_name)
+
+    assert refers_back("reopen it") and refers_back("any similar reports in That repo?")
+    assert not refers_back("list the open issues in acme/api") and not refers_back("italic items")
+    rr = Recording()
+    cfg = RouterConfig(synthetic=False, tau=0.0, min_dense=0.0, exemplars=False)  # the margin never escalates
+    r = Router(_tools(registry_dir), HashEmbedder(), cfg, rr)
+    hist = [{"role": "user", "content": "close issue 1 in acme/api"}, {"role": "assistant", "content": "Closed."}]
+    res = r.route("reopen it", history=hist)
+    assert rr.calls == 1 and res.decision == "escalated" and res.escalated
+    assert r.route("reopen it").escalated is False and rr.calls == 1  # nothing earlier to point at
+    assert r.route("list the open issues in acme/api", history=hist).escalated is False and rr.calls == 1
+    r.cfg = replace(cfg, escalate_back_references=False)
+    assert r.route("reopen it", history=hist).escalated is False and rr.calls == 1
+
+
 def test_a_request_nearer_a_no_tool_exemplar_than_any_tool_gets_no_tool(registry_dir: Path) -> None:
     from nexus_agent.routing.relevance import no_tool_exemplars
 
