@@ -90,4 +90,3 @@ _BACK_REFERENCE = re.compile(r"\b(?:it|its|this|that|these|those|them|there)\b",
 def refers_back(query: str) -> bool:
     """Whether ``query`` points at something said earlier (a pronoun or demonstrative)."""
     return bool(_BACK_REFERENCE.search(query))
-

@@ -425,8 +425,8 @@ class Router:
         pool = cands[: self.cfg.pool]
         if not cands:
             return RouteResult([], "no-tool", None, margin, (time.perf_counter() - t0) * 1e3)
-        escalate = self.cfg.always_escalate or (self.cfg.gate and not self.gate.decide(margin)) or (
-            self.cfg.escalate_back_references and bool(history) and refers_back(query))
+        points_back = self.cfg.escalate_back_references and bool(history) and refers_back(query)
+        escalate = self.cfg.always_escalate or (self.cfg.gate and (not self.gate.decide(margin) or points_back))
         floor = self.min_dense if allowed is None or self.cfg.min_dense is not None else self._subset_floor(allowed)
         best_dense = max(c.dense for c in pool)
         relevant = floor is None or best_dense >= floor

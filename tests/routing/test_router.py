@@ -234,6 +234,8 @@ def test_a_request_that_points_back_goes_to_the_reranker_when_there_is_history(r
     assert r.route("list the open issues in acme/api", history=hist).escalated is False and rr.calls == 1
     r.cfg = replace(cfg, escalate_back_references=False)
     assert r.route("reopen it", history=hist).escalated is False and rr.calls == 1
+    r.cfg = replace(cfg, gate=False)  # --no-gate: retrieval top-1 is final, whatever the request
+    assert r.route("reopen it", history=hist).escalated is False and rr.calls == 1
 
 
 def test_a_request_nearer_a_no_tool_exemplar_than_any_tool_gets_no_tool(registry_dir: Path) -> None:
