@@ -17,6 +17,7 @@ from nexus_agent.registry import Tool, load_registry
 from nexus_agent.routing.docs import tool_document
 from nexus_agent.routing.embedders.base import Embedder, Vectors
 from nexus_agent.routing.lexical import BM25Index, tokenize
+from nexus_agent.routing.rerank.base import Reranker, RerankResult
 from nexus_agent.routing.router import Router, RouterConfig
 
 
@@ -181,19 +182,18 @@ def test_relevance_floor_is_recomputed_for_an_allowed_subset(registry_dir: Path)
     assert r._subset_floor(set()) == float("inf")
 
 
+class Recording(Reranker):
+    """A reranker that counts its calls and picks the first candidate."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def rerank(self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()) -> RerankResult:
+        self.calls += 1
+        return RerankResult(scores=[0.0] * len(candidates), choice=candidates[0].qualified_name)
+
+
 def test_below_the_floor_the_reranker_is_asked_only_when_history_may_explain_the_request(registry_dir: Path) -> None:
-    from nexus_agent.routing.rerank.base import Reranker, RerankResult
-
-    class Recording(Reranker):
-        def __init__(self) -> None:
-            self.calls = 0
-
-        def rerank(
-            self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()
-        ) -> RerankResult:
-            self.calls += 1
-            return RerankResult(scores=[0.0] * len(candidates), choice=candidates[0].qualified_name)
-
     rr = Recording()
     r = Router(_tools(registry_dir), HashEmbedder(), RouterConfig(synthetic=False, tau=10.0, min_dense=0.99), rr)
     res = r.route("tell me a joke about penguins")
@@ -210,17 +210,6 @@ def test_a_request_that_points_back_goes_to_the_reranker_when_there_is_history(r
     from dataclasses import replace
 
     from nexus_agent.routing.query import refers_back
-    from nexus_agent.routing.rerank.base import Reranker, RerankResult
-
-    class Recording(Reranker):
-        def __init__(self) -> None:
-            self.calls = 0
-
-        def rerank(
-            self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()
-        ) -> RerankResult:
-            self.calls += 1
-            return RerankResult(scores=[0.0] * len(candidates), choice=candidates[0].qualified_name)
 
     assert refers_back("reopen it") and refers_back("any similar reports in That repo?")
     assert not refers_back("list the open issues in acme/api") and not refers_back("italic items")
