@@ -139,8 +139,6 @@ def _run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit, che
         emit(RouteEvent(decision=route.decision, tool=route.tool,
                         candidates=[Candidate(name=n, score=s) for n, s in route.candidates],
                         latency_ms=route.latency_ms))
-        messages = [{"role": "system", "content": SYSTEM_MAIN}, *window]
-        seq = MAIN
         if route.tool is not None:
             tool = deps.tools().get(route.tool)
             if tool is None:
@@ -153,7 +151,8 @@ def _run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit, che
                                 message=f"could not write valid arguments for {tool.name}: {result.schema_error}"))
                 return
             args = result.arguments
-            may_write = needs_confirmation(deps.annotations(route.tool))
+            annotations = deps.annotations(route.tool)
+            may_write = needs_confirmation(annotations)
             # A write must act on an object the user named: a made-up issue or PR number would change the wrong
             # one (reads are left alone: a wrong read changes nothing, and read-only tools such as
             # sequentialthinking take counters named like identifiers).
@@ -165,7 +164,7 @@ def _run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit, che
                 return
             confirmed = True
             if may_write and not deps.auto_yes:
-                confirmed = bool(deps.confirm and deps.confirm(route.tool, args, deps.annotations(route.tool)))
+                confirmed = bool(deps.confirm and deps.confirm(route.tool, args, annotations))
             emit(ToolCallEvent(name=tool.name, server=tool.server, arguments=args, confirmed=confirmed))
             if not confirmed:
                 emit(ErrorEvent(stage="confirm", message=f"{tool.name} was not run: it can modify data and "
@@ -182,8 +181,10 @@ def _run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit, che
             emit(ToolResultEvent(name=tool.name, is_error=out.is_error, text=short, chars=len(out.text)))
             data = out.text if len(out.text) <= MAX_TOOL_CHARS else out.text[:MAX_TOOL_CHARS] + " …(truncated)"
             template = TOOL_ERROR if out.is_error else TOOL_DONE if may_write else TOOL_DATA
-            messages.append({"role": "user", "content": template.format(
-                tool=tool.name, args=json.dumps(args, ensure_ascii=False), data=data, request=request)})
+            answer = template.format(tool=tool.name, args=json.dumps(args, ensure_ascii=False), data=data,
+                                     request=request)
+            messages = [{"role": "system", "content": SYSTEM_MAIN}, *window, {"role": "user", "content": answer}]
+            seq = MAIN
         else:
             # No tool: answer in the sidecar under the system prompt without the JSON-argument rules (see
             # prompts.NO_TOOL), so the main context keeps its cached prefix for the next turn.
