@@ -248,7 +248,8 @@ def ungrounded_identifiers(tool: Tool, args: Mapping[str, Any], request: str,
         for m in history:
             text = m.get("content", "")
             tw = words(text)
-            if _grounded(value, prop, name, text, tw) and (not kind or kind & tw or f"#{value}" in text):
+            as_ref = re.search(rf"#{re.escape(str(value))}(?!\w)", text)  # "#12" is no "#1"
+            if _grounded(value, prop, name, text, tw) and (not kind or kind & tw or as_ref):
                 return True
         return False
 

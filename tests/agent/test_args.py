@@ -117,6 +117,8 @@ def test_made_up_identifiers_are_found_given_ones_are_not(reg: Registry) -> None
     closed = [{"role": "user", "content": "close issue 1 in acme/api"}, {"role": "assistant", "content": "Closed."}]
     assert ungrounded_identifiers(pr, args, "open a pull request from hotfix to main", closed) == {"pullNumber": 1}
     assert ungrounded_identifiers(pr, args, "retitle it", [{"role": "user", "content": "what's acme/api#1?"}]) == {}
+    assert ungrounded_identifiers(pr, args, "retitle it", [{"role": "user", "content": "top 1 is acme/api#12"}]) \
+        == {"pullNumber": 1}
     comment = reg.find("add_issue_comment", "github")
     said = {"owner": "acme", "repo": "api", "issue_number": 1, "body": "why?"}
     assert ungrounded_identifiers(comment, said, "ask why on it", closed) == {}  # the issue "it" means
