@@ -61,9 +61,14 @@ class BM25Index:
         df = self._df.get(token, 0)
         return float(np.log(1.0 + (n - df + 0.5) / (df + 0.5)))
 
+    def _query_terms(self, query: str) -> list[str]:
+        # a one-letter word is the tail of a contraction ("what's" → "what", "s") or an initial, not vocabulary:
+        # "s" matched the possessives of five tool documents
+        return [t for t in tokenize(query) if len(t) > 1]
+
     def scores(self, query: str) -> npt.NDArray[np.float32]:
         """float32 ``[len(keys)]``; 0 for documents sharing no term with the query."""
-        toks = [t for t in tokenize(query) if t in self._retriever.vocab_dict]
+        toks = [t for t in self._query_terms(query) if t in self._retriever.vocab_dict]
         if not toks:
             return np.zeros(len(self.keys), dtype=np.float32)
         return np.asarray(self._retriever.get_scores(toks), dtype=np.float32)
@@ -75,7 +80,13 @@ class BM25Index:
         every query term once scores ~1, and a query whose words mostly appear in no tool ("tell me a joke
         about cats") stays low instead of being stretched to 1 by per-query max normalisation.
         """
-        toks = list(dict.fromkeys(tokenize(query)))
+        toks = list(dict.fromkeys(self._query_terms(query)))
         denom = sum(self._idf(t) for t in toks)
         raw = self.scores(query)
         return (raw / denom).astype(np.float32) if denom > 0 else raw
+
+    def known_idf(self, query: str) -> float:
+        """Sum of the idf of the query's distinct terms that some document has: about the score of a document
+        matching each of them once (BM25 with tf = 1 at average length gives idf). Words no tool has (owner and
+        repository names, "terraform") are left out, so they do not dilute a real match."""
+        return sum(self._idf(t) for t in dict.fromkeys(self._query_terms(query)) if t in self._df)

@@ -2,9 +2,10 @@
 low-confidence decisions to a reranker / LLM decision, and say ``no-tool`` when nothing fits.
 
 Shapes and units: dense scores are approximate cosines in [-1, 1]; BM25 scores are divided by the query's best
-BM25 score (or, with ``bm25_norm="idf"``, by the summed idf of its terms), so both live in [0, 1] before the
-weighted fusion ``(1-w)·dense + w·bm25``. The margin is
-``fused[top1] - fused[top2]`` in the same units; τ is calibrated on exactly that statistic.
+BM25 score or by ``bm25_known_share`` × the summed idf of its terms that some tool has, whichever is larger
+(``bm25_norm="known"``; ``"max"``: the best score alone; ``"idf"``: the summed idf of all its terms), so both
+live in [0, 1] before the weighted fusion ``(1-w)·dense + w·bm25``. The margin is ``fused[top1] - fused[top2]``
+in the same units; τ is calibrated on exactly that statistic.
 """
 
 from __future__ import annotations
@@ -45,8 +46,16 @@ class RouterConfig:
     n_synthetic_indexed: int = 6  # the rest of each tool's synthetic queries are held out for calibration
     hybrid: bool = True  # fuse BM25 with dense
     bm25_weight: float = 0.3
-    # "max": divide by the query's best BM25 score (measured better recall); "idf": by the query's summed idf
-    bm25_norm: Literal["max", "idf"] = "max"
+    # "max": divide by the query's best BM25 score (measured better recall than "idf": names and repositories in
+    # a request dilute the idf sum). But "max" stretches one weak match to 1: in "is there a newer version of
+    # hashicorp/terraform than 1.9?" only create_or_update_file shares a word ("version"), and its bm25 of 1.0
+    # outweighed the dense ranking. "known": divide by the larger of the best score and bm25_known_share × the
+    # summed idf of the query terms some tool has (about the score of a tool matching all of them once).
+    # Retrieval only (bench/results/bm25_norm.md), share 0.5 vs "max": github_dev / mixed_dev at their own
+    # profiles 0.590 / 0.736 vs 0.582 / 0.701, at N = 250 0.537 / 0.741 vs 0.530 / 0.707; share 1.0 gained more
+    # on mixed_dev but lost github_dev items at N ≥ 86 and escalated more (0.30 / 0.37 at the own profiles).
+    bm25_norm: Literal["max", "known", "idf"] = "known"
+    bm25_known_share: float = 0.5
     pool: int = 20  # candidates handed to the reranker (recall@15 0.86 vs @20 0.93 on github_dev, minilm)
     gate: bool = True  # False → never escalate (retrieval top-1 is final)
     always_escalate: bool = False  # True → every decision goes to the reranker
@@ -277,6 +286,8 @@ class Router:
             # shrink the lexical evidence of every tool inside it
             pool = lex if mask is None else lex[mask]
             top = float(pool.max()) if len(pool) else 0.0
+            if self.cfg.bm25_norm == "known":
+                top = max(top, self.cfg.bm25_known_share * self.bm25.known_idf(query))
             lexn = lex / top if top > 0 else lex
         w = self.cfg.bm25_weight
         return ((1 - w) * dense + w * lexn).astype(np.float32), dense, lexn.astype(np.float32)

@@ -156,7 +156,9 @@ def test_slb_cache_file_skips_reembedding(registry_dir: Path, tmp_path: Path) ->
 
 def test_lexical_scores_are_normalised_within_the_allowed_subset(registry_dir: Path) -> None:
     tools = _tools(registry_dir)
-    r = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0))
+    # "max" normalisation, where the reference is the best eligible score alone (the default also floors it at
+    # half the query's known-word idf, tested below)
+    r = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0, bm25_norm="max"))
     q = "list the gists of user octocat"
     full = {c.key: c for c in r.retrieve(q)}
     assert full["github__list_gists"].lexical == pytest.approx(1.0)  # the best lexical match overall
@@ -312,3 +314,32 @@ def test_bare_numbers_are_no_lexical_evidence(registry_dir: Path) -> None:
     with_id, without = idx.scores("close issue 1 in acme/api"), idx.scores("close issue in acme/api")
     assert np.array_equal(with_id, without)
     assert tokenize("issue 12 of acme/api, ipv4 and +1") == ["issue", "acme", "api", "ipv4"]
+
+
+def test_one_weak_lexical_match_is_not_stretched_to_full_evidence(registry_dir: Path) -> None:
+    tools = _tools(registry_dir)
+    q = "is there a newer version of hashicorp/terraform than 1.9?"  # only "version" is a word some tool has
+
+    def lexical(cfg: RouterConfig, query: str) -> dict[str, float]:
+        return {c.key: c.lexical for c in Router(tools, HashEmbedder(), cfg).retrieve(query)}
+
+    stretched = lexical(RouterConfig(synthetic=False, tau=0.0, bm25_norm="max"), q)
+    matched = [k for k, v in stretched.items() if v > 0]
+    assert matched == ["github__create_or_update_file"]
+    assert stretched[matched[0]] == pytest.approx(1.0)
+    known = lexical(RouterConfig(synthetic=False, tau=0.0), q)  # the default: "known", share 0.5
+    assert 0 < known[matched[0]] < 0.75
+    # a request whose words one tool matches well keeps its full lexical evidence
+    assert max(lexical(RouterConfig(synthetic=False, tau=0.0), "list the gists of user octocat").values()) == (
+        pytest.approx(1.0)
+    )
+
+
+def test_known_idf_counts_only_words_some_tool_has(registry_dir: Path) -> None:
+    tools = _tools(registry_dir)
+    idx = BM25Index([t.qualified_name for t in tools], [tool_document(t) for t in tools])
+    # "s" (of "what's") is no word; hashicorp and terraform are in no tool document
+    assert idx.known_idf("what's the version of hashicorp/terraform") == pytest.approx(idx.known_idf("version"))
+    assert idx.known_idf("version") > 0
+    assert idx.known_idf("hashicorp terraform") == 0
+    assert np.array_equal(idx.scores("what's the version"), idx.scores("what the version"))
