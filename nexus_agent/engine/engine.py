@@ -58,6 +58,7 @@ class Generation:
 @dataclass
 class _SeqCache:
     tokens: list[int] = field(default_factory=list)
+    pinned: int = 0  # leading tokens that free() keeps (see Engine.pin)
 
 
 class Engine:
@@ -91,10 +92,25 @@ class Engine:
         return self.model.tokenize(text)
 
     def free(self, seq: int) -> None:
-        """Drop everything sequence ``seq`` holds (the sidecar after a turn)."""
+        """Drop what sequence ``seq`` holds (the sidecar after a turn), except a head pinned with :meth:`pin`."""
         with self._lock:
-            self.ctx.seq_rm(seq)
-            self._seqs[seq].tokens = []
+            cache = self._seqs[seq]
+            if cache.pinned:
+                self.ctx.seq_rm(seq, cache.pinned, -1)
+            else:
+                self.ctx.seq_rm(seq)
+            cache.tokens = cache.tokens[: cache.pinned]
+
+    def pin(self, seq: int, n_tokens: int) -> None:
+        """Keep the first ``n_tokens`` that ``seq`` holds through :meth:`free`, until a prompt differs within them.
+
+        Why: the routing decision's system prompt (instructions and worked examples, ~300 tokens) is the same on
+        every turn, but the sidecar it runs in is freed after each turn; pinning it saves re-decoding it on the
+        next escalated turn. The head stays a few hundred KV cells of the shared context.
+        """
+        with self._lock:
+            cache = self._seqs[seq]
+            cache.pinned = max(0, min(n_tokens, len(cache.tokens)))
 
     def prefill(self, tokens: list[int], seq: int = MAIN, n_logits: int = 1) -> int:
         """Make ``seq`` hold exactly ``tokens``, decoding only what differs from its cached prefix.
@@ -111,6 +127,7 @@ class Engine:
             if n < len(cache.tokens):
                 self.ctx.seq_rm(seq, n, -1)
             cache.tokens = cache.tokens[:n]
+            cache.pinned = min(cache.pinned, n)  # a pinned head the new prompt does not share is gone
             try:
                 self.ctx.decode(tokens[n:], n, seq=seq, n_logits=n_logits)
             except Exception:

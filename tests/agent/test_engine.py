@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import pytest
 
 from nexus_agent.engine import MAIN, SIDECAR, Engine, EngineConfig
@@ -71,3 +72,53 @@ def test_prompt_larger_than_the_context_is_refused_cleanly(engine: Engine) -> No
         engine.generate([1] * 2048, max_tokens=4)
     # the engine is still usable
     assert engine.generate(engine.model.tokenize("hello"), max_tokens=2, keep=False).n_prompt > 0
+
+
+def test_a_pinned_head_survives_free_until_a_prompt_differs_within_it(engine: Engine) -> None:
+    head = engine.model.tokenize("You pick the single tool that fulfils the user's request. Examples follow.")
+    a = head + engine.model.tokenize(" Request: list the open issues")
+    b = head + engine.model.tokenize(" Request: star the repository")
+    with engine.turn():
+        engine.free(SIDECAR)
+        engine.pin(SIDECAR, 0)
+        engine.next_logits(a, seq=SIDECAR)
+        engine.pin(SIDECAR, len(head))
+        engine.free(SIDECAR)
+        assert engine._seqs[SIDECAR].tokens == head
+        fresh = engine.next_logits(b, seq=SIDECAR).copy()
+        assert engine.prefill(b, seq=SIDECAR) == len(b) - 1  # (the same prompt again: all but the last token)
+        engine.free(SIDECAR)
+        assert engine.prefill(b, seq=SIDECAR) == len(head)  # the head was kept, the rest decoded
+        np.testing.assert_allclose(engine.ctx.logits_ith(-1), fresh, atol=0.6)
+        # a prompt that differs inside the head shrinks the pin to what it shares
+        other = engine.model.tokenize("Something else entirely, then the rest.")
+        engine.prefill(other, seq=SIDECAR)
+        engine.free(SIDECAR)
+        shared = next((i for i, (x, y) in enumerate(zip(head, other, strict=False)) if x != y), 0)
+        assert engine._seqs[SIDECAR].tokens == other[:shared]
+        engine.pin(SIDECAR, 0)
+        engine.free(SIDECAR)
+        assert engine._seqs[SIDECAR].tokens == []
+
+
+def test_the_llm_decision_keeps_its_system_prompt_in_the_sidecar_across_turns(engine: Engine) -> None:
+    from nexus_agent.registry import Tool
+    from nexus_agent.routing.rerank.llm_choice import LLMChoiceReranker
+    from nexus_agent.routing.rerank.session import PrefixCachedLLM
+
+    schema = {"type": "object", "properties": {}}
+    cands = [Tool("time", "get_current_time", "Get the current time in a time zone.", schema),
+             Tool("slack", "slack_post_message", "Post a message to a Slack channel.", schema)]
+    with engine.turn():
+        engine.free(SIDECAR)
+        rr = LLMChoiceReranker(llm=PrefixCachedLLM(engine=engine, seq=SIDECAR))
+        rr.rerank("what time is it in Tokyo?", cands)
+        engine.free(SIDECAR)  # what the agent does after routing each turn
+        assert rr.head_tokens > 100  # the instructions and worked examples
+        assert len(engine._seqs[SIDECAR].tokens) == rr.head_tokens
+        before = rr.llm.n_decoded
+        res = rr.rerank("post 'build is green' to #ci", cands)
+        # only the request's own part (and the few name tokens picked) is decoded
+        assert rr.llm.n_decoded - before <= res.n_prompt_tokens - rr.head_tokens + 8
+        engine.pin(SIDECAR, 0)
+        engine.free(SIDECAR)

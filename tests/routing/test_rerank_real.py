@@ -56,3 +56,14 @@ def test_pointwise_scores_each_candidate(llm: PrefixCachedLLM, registry_dir: Pat
     assert len(res.scores) == 3 and res.scores[2] == float("-inf")  # beyond `top`: not judged
     assert res.scores[0] > res.scores[1]
     assert res.choice == "slack__slack_post_message"
+
+
+def test_choice_takes_a_generic_write_tool_for_a_change_it_does_not_name(registry_dir: Path) -> None:
+    # "shut it" is a state change that only issue_write (create or update an issue) makes; with the instructions
+    # alone (no worked examples) qwen1.5b answered "none" here
+    reg = load_registry(registry_dir)
+    names = ("assign_copilot_to_issue", "add_issue_comment", "label_write", "issue_read", "search_issues",
+             "issue_write", "list_issues")
+    cands = [reg.tools[f"github__{n}"] for n in names]
+    rr = LLMChoiceReranker(llm=PrefixCachedLLM("qwen1.5b", n_ctx=2048, n_threads=2))
+    assert rr.rerank("we're not going to fix acme/api#12, shut it", cands).choice == "github__issue_write"

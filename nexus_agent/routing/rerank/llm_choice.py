@@ -24,11 +24,30 @@ NONE = "none"
 # ``name(…) — 120 characters of description`` picked right 7 times vs 6 with up to six typed parameters and 80
 # characters, at half the prompt (median 547 vs 1,147 tokens, 18 vs 45 s per decision on a loaded machine).
 _SIG = SignatureOptions(max_params=0, tool_desc_chars=120)  # no parameter shown: enum/nesting limits are moot
+# The instructions, then worked examples over a made-up ticket tracker (no registry or eval tool, no eval request).
+# The system message is the same for every decision, so its KV is reused and the examples cost no time after the
+# first one. Why: qwen1.5b, picking among near-duplicates, took a consolidated write tool's generic name for a
+# read or passed over it ("log a bug …, assign it to bsmith" → label_write, "close … as not planned" → none) and
+# took a search tool for a question about one object. On the github_dev items the gate escalated, the examples
+# picked right 19 of 33 vs 13 without them (retrieval top-1: 6), losing none (more: README, "final decision").
 _SYSTEM = (
     "You pick the single tool that fulfils the user's latest request. Tools are listed as "
-    "name(parameters) — description. Consider what the user wants done and which operation does it. "
+    "name(…) — description. Consider what the user wants done or wants to know, and which operation does it. "
+    "A generic write tool (a name ending in _write, or one that takes a method or a state) covers every change "
+    "to its object: create, edit, assign, label, close, reopen. A read tool answers questions about one object; "
+    "a list tool filters a collection; a search tool finds by free text. "
     f"Answer with the tool name only. If the request needs no tool (chit-chat, general knowledge, math, "
-    f"writing), answer {NONE}."
+    f"writing), answer {NONE}.\n\n"
+    "Examples, for a made-up ticket tracker with the tools ticket_read (get a ticket's details and comments), "
+    "ticket_write (create or update a ticket), list_tickets (list a project's tickets by state, label or date), "
+    "search_tickets (search tickets by text), add_ticket_comment (comment on a ticket):\n"
+    "who is working on TK-12? → ticket_read\n"
+    "hand TK-12 over to maria → ticket_write\n"
+    "close TK-7, we won't do it → ticket_write\n"
+    "any tickets about login timeouts? → search_tickets\n"
+    "open tickets in project web, newest first → list_tickets\n"
+    "tell them on TK-3 that the fix ships friday → add_ticket_comment\n"
+    f"what's the capital of Peru? → {NONE}"
 )
 
 
@@ -64,6 +83,11 @@ class LLMChoiceReranker(Reranker):
         im_end = m.tokenize("<|im_end|>")
         ends = {m.eos(), *m.tokenize("\n"), *(im_end if len(im_end) == 1 else [])}
         self._end = [t for t in ends if t >= 0]
+        # the tokens every decision's prompt starts with (the system message), pinned in the LLM's sequence so
+        # an agent that frees its sidecar after each turn does not decode them again (Engine.pin)
+        a, b = (self.llm.render([{"role": "system", "content": _SYSTEM}, {"role": "user", "content": u}])
+                for u in ("a", "b"))
+        self.head_tokens = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
     def rerank(self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()) -> RerankResult:
         names = display_names(candidates)
@@ -84,4 +108,5 @@ class LLMChoiceReranker(Reranker):
         logp = dict(zip(allowed, (z - np.log(np.exp(z).sum())).tolist(), strict=True))
         scores = [float(logp.get(fsm.token_seqs[n][0], -np.inf)) for n in names]
         choice = None if chosen == NONE else candidates[names.index(chosen)].qualified_name
+        self.llm.pin(self.head_tokens)  # the sequence now starts with this prompt
         return RerankResult(scores=scores, choice=choice, n_prompt_tokens=len(prompt))

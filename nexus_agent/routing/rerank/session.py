@@ -37,6 +37,10 @@ class PrefixCachedLLM:
         out: npt.NDArray[np.float32] = self.engine.ctx.logits_ith(-1)
         return out
 
+    def pin(self, n_tokens: int) -> None:
+        """Keep the first ``n_tokens`` of the current prompt through the owner's ``free`` (Engine.pin)."""
+        self.engine.pin(self.seq, n_tokens)
+
     def token_id(self, text: str) -> int:
         ids = self.model.tokenize(text, add_special=False, parse_special=True)
         if len(ids) != 1:
