@@ -76,8 +76,8 @@ class BM25Index:
     def normalized_scores(self, query: str) -> npt.NDArray[np.float32]:
         """BM25 divided by the sum of the idf of *all* query terms, roughly in [0, 1].
 
-        One occurrence of a term in an average-length document scores about its idf, so a document matching
-        every query term once scores ~1, and a query whose words mostly appear in no tool ("tell me a joke
+        One occurrence of a term in an average-length document scores idf / (1 + k1), so a document matching
+        every query term once scores ~0.45, and a query whose words mostly appear in no tool ("tell me a joke
         about cats") stays low instead of being stretched to 1 by per-query max normalisation.
         """
         toks = list(dict.fromkeys(self._query_terms(query)))
@@ -86,7 +86,8 @@ class BM25Index:
         return (raw / denom).astype(np.float32) if denom > 0 else raw
 
     def known_idf(self, query: str) -> float:
-        """Sum of the idf of the query's distinct terms that some document has: about the score of a document
-        matching each of them once (BM25 with tf = 1 at average length gives idf). Words no tool has (owner and
-        repository names, "terraform") are left out, so they do not dilute a real match."""
+        """Sum of the idf of the query's distinct terms that some document has. bm25s' Lucene scoring gives one
+        occurrence in an average-length document idf / (1 + k1) ≈ 0.45 idf, so half this sum is about the score
+        of a tool that has each of those words once. Words no tool has (owner and repository names, "terraform")
+        are left out, so they do not dilute a real match."""
         return sum(self._idf(t) for t in dict.fromkeys(self._query_terms(query)) if t in self._df)

@@ -50,7 +50,8 @@ class RouterConfig:
     # a request dilute the idf sum). But "max" stretches one weak match to 1: in "is there a newer version of
     # hashicorp/terraform than 1.9?" only create_or_update_file shares a word ("version"), and its bm25 of 1.0
     # outweighed the dense ranking. "known": divide by the larger of the best score and bm25_known_share × the
-    # summed idf of the query terms some tool has (about the score of a tool matching all of them once).
+    # summed idf of the query terms some tool has; share 0.5 is about the score of a tool that has each of them
+    # once (BM25Index.known_idf).
     # Retrieval only (bench/results/bm25_norm.md), share 0.5 vs "max": github_dev / mixed_dev at their own
     # profiles 0.590 / 0.736 vs 0.582 / 0.701, at N = 250 0.537 / 0.741 vs 0.530 / 0.707; share 1.0 gained more
     # on mixed_dev but lost github_dev items at N ≥ 86 and escalated more (0.30 / 0.37 at the own profiles).
