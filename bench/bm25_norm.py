@@ -24,14 +24,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from common import NO_TOOL, SHARED, calibrated_router, retrieval_args, save_rows
+
 from nexus_agent.evaluation.routing import evaluate, load_eval
 from nexus_agent.registry import load_registry
 from nexus_agent.routing.embedders import create_embedder
-from nexus_agent.routing.router import Router, RouterConfig
+from nexus_agent.routing.router import RouterConfig
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-NO_TOOL = ROOT / "tests" / "routing" / "data" / "no_tool_queries.jsonl"
 SETS = {"github_dev": ("github_dev.jsonl", "github_all"), "mixed_dev": ("mixed_dev.jsonl", "desktop_all")}
 FULL_PROFILE = "desktop_all_plus_github"
 VARIANTS: list[tuple[str, dict[str, Any]]] = [
@@ -43,12 +42,7 @@ VARIANTS: list[tuple[str, dict[str, Any]]] = [
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--embedder", default="minilm-tools")
-    ap.add_argument("--sizes", default="own,10,86,250,317", help="'own' (the set's own profile) and/or subset sizes")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "bm25_norm"))
-    args = ap.parse_args()
+    args = retrieval_args("bm25_norm", "own,10,86,250,317", "'own' (the set's own profile) and/or subset sizes")
     reg = load_registry(SHARED / "mcp-registry")
     emb = create_embedder(args.embedder)
     rows: list[dict[str, Any]] = []
@@ -59,10 +53,8 @@ def main() -> None:
             items = load_eval(SHARED / "eval" / fname, reg)
             for size in args.sizes.split(","):
                 prof, n = (own, None) if size == "own" else (FULL_PROFILE, int(size))
-                tools = reg.profile(prof)
-                router = Router(tools, emb, cfg)
-                calib = router.calibrate()
-                s, _ = evaluate(router, items, [t.qualified_name for t in tools], n_tools=n, seed=args.seed)
+                router, keys, calib = calibrated_router(reg, prof, emb, cfg)
+                s, _ = evaluate(router, items, keys, n_tools=n, seed=args.seed)
                 row = {
                     "variant": label,
                     "set": set_name,
@@ -76,17 +68,13 @@ def main() -> None:
                 rows.append(row)
                 print(json.dumps(row), flush=True)
         for prof in (p for _, p in SETS.values()):
-            tools = reg.profile(prof)
-            router = Router(tools, emb, cfg)
-            router.calibrate()
-            s, _ = evaluate(router, load_eval(NO_TOOL, reg), [t.qualified_name for t in tools])
+            router, keys, _ = calibrated_router(reg, prof, emb, cfg)
+            s, _ = evaluate(router, load_eval(NO_TOOL, reg), keys)
             row = {"variant": label, "set": f"no_tool@{prof}", "no_tool_false_positive_rate": s[
                 "no_tool_false_positive_rate"], "wall_s": round(time.monotonic() - t0, 1)}
             rows.append(row)
             print(json.dumps(row), flush=True)
-    out = Path(args.out)
-    out.with_suffix(".json").write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1) + "\n")
-    write_md(out.with_suffix(".md"), rows, args)
+    write_md(save_rows(args, rows), rows, args)
 
 
 def write_md(path: Path, rows: list[dict[str, Any]], args: argparse.Namespace) -> None:

@@ -21,14 +21,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from common import NO_TOOL, SHARED, calibrated_router, retrieval_args, save_rows
+
 from nexus_agent.evaluation.routing import evaluate, load_eval
 from nexus_agent.registry import load_registry
 from nexus_agent.routing.embedders import create_embedder
-from nexus_agent.routing.router import Router, RouterConfig
+from nexus_agent.routing.router import RouterConfig
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-NO_TOOL = ROOT / "tests" / "routing" / "data" / "no_tool_queries.jsonl"
 N_BEFORE = 34  # no-tool requests written before the exemplars; the rest were written after them
 TOOL_SETS = {"github_dev": ("github_dev.jsonl", "github_all"), "mixed_dev": ("mixed_dev.jsonl", "desktop_all")}
 NO_TOOL_PROFILES = ("github_all", "desktop_all", "desktop_all_plus_github")
@@ -42,12 +41,7 @@ VARIANTS: list[tuple[str, dict[str, Any]]] = [
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--embedder", default="minilm-tools")
-    ap.add_argument("--sizes", default="all,10", help="'all' (the whole profile) and/or subset sizes")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "relevance"))
-    args = ap.parse_args()
+    args = retrieval_args("relevance", "all,10", "'all' (the whole profile) and/or subset sizes")
     reg = load_registry(SHARED / "mcp-registry")
     emb = create_embedder(args.embedder)
     no_tool = load_eval(NO_TOOL, reg)
@@ -59,18 +53,14 @@ def main() -> None:
             row: dict[str, Any] = {"variant": label, "n_tools": n or "all"}
             t0 = time.monotonic()
             for set_name, (fname, prof) in TOOL_SETS.items():
-                tools = reg.profile(prof)
-                router = Router(tools, emb, cfg)
-                router.calibrate()
+                router, keys, _ = calibrated_router(reg, prof, emb, cfg)
                 items = load_eval(SHARED / "eval" / fname, reg)
-                s, res = evaluate(router, items, [t.qualified_name for t in tools], n_tools=n, seed=args.seed)
+                s, res = evaluate(router, items, keys, n_tools=n, seed=args.seed)
                 row[f"{set_name}_accuracy"] = s["accuracy"]
                 row[f"{set_name}_turned_away"] = sum(r.result.tool is None for r in res) / len(res)
             for prof in NO_TOOL_PROFILES:
-                tools = reg.profile(prof)
-                router = Router(tools, emb, cfg)
-                router.calibrate()
-                _, res = evaluate(router, no_tool, [t.qualified_name for t in tools], n_tools=n, seed=args.seed)
+                router, keys, _ = calibrated_router(reg, prof, emb, cfg)
+                _, res = evaluate(router, no_tool, keys, n_tools=n, seed=args.seed)
                 fp = [r.result.tool is not None for r in res]
                 row[f"fp_{prof}"] = sum(fp) / len(fp)
                 row[f"fp_{prof}_before"] = sum(fp[:N_BEFORE]) / N_BEFORE
@@ -78,9 +68,7 @@ def main() -> None:
             row["wall_s"] = round(time.monotonic() - t0, 1)
             rows.append(row)
             print(json.dumps(row), flush=True)
-    out = Path(args.out)
-    out.with_suffix(".json").write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1) + "\n")
-    write_md(out.with_suffix(".md"), rows, args)
+    write_md(save_rows(args, rows), rows, args)
 
 
 def write_md(path: Path, rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
