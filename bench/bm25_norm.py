@@ -4,7 +4,8 @@ Variants (``RouterConfig.bm25_norm`` / ``bm25_known_share``):
 
 * ``max``: divide by the query's best BM25 score among the eligible tools. One weak match is stretched to 1.
 * ``known`` (share s): divide by the larger of that best score and s × the summed idf of the query's terms
-  that some tool has (about the BM25 of a tool matching each of them once).
+  that some tool has (s = 0.5 is about the BM25 of a tool having each of them once: bm25s gives one occurrence
+  at average length idf / (1 + k1)).
 * ``idf``: divide by the summed idf of all the query's terms, names and repositories included.
 
 Each variant runs on both dev sets at their own profiles (github_all, desktop_all) and at seeded subsets of N
