@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from common import ROOT, SHARED
 
 from nexus_agent.evaluation.routing import load_eval
 from nexus_agent.models import resolve
@@ -33,8 +34,6 @@ from nexus_agent.routing.router import Router, RouterConfig
 from nexus_agent.routing.tune.build import build_venv
 from nexus_agent.routing.tune.dataset import DEFAULT_SET
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
 SETS = {"github_dev": ("github_dev.jsonl", "github_all"), "mixed_dev": ("mixed_dev.jsonl", "desktop_all")}
 
 

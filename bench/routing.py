@@ -19,14 +19,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from common import ROOT, SHARED
+
 from nexus_agent.evaluation.routing import evaluate, load_eval
 from nexus_agent.registry import load_registry
 from nexus_agent.routing.embedders import create_embedder
 from nexus_agent.routing.rerank import create_reranker
 from nexus_agent.routing.router import Router, RouterConfig
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
 SETS = {"github_dev": "github_dev.jsonl", "mixed_dev": "mixed_dev.jsonl"}
 FULL_PROFILE = "desktop_all_plus_github"
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
+
+from common import NO_TOOL, ROOT, SHARED
 
 from nexus_agent.evaluation.routing import evaluate, load_eval
 from nexus_agent.registry import load_registry
@@ -22,10 +23,7 @@ from nexus_agent.routing.embedders import create_embedder
 from nexus_agent.routing.rerank import create_reranker
 from nexus_agent.routing.router import Router, RouterConfig
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
 SETS = {"github_dev": ("github_dev.jsonl", "github_all"), "mixed_dev": ("mixed_dev.jsonl", "desktop_all")}
-NO_TOOL = ROOT / "tests" / "routing" / "data" / "no_tool_queries.jsonl"
 
 STEPS: list[tuple[str, dict[str, Any]]] = [
     (

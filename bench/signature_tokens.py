@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+from common import ROOT, SHARED
 
 from nexus_agent.llm.model import LlamaModel
 from nexus_agent.registry import load_registry
 from nexus_agent.signature import SignatureOptions, full_schema_text, signature
 
-ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {
     "signature": SignatureOptions(),
     "signature+desc80": SignatureOptions(tool_desc_chars=80),
@@ -41,7 +40,7 @@ def stats(xs: list[int]) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--registry", default=str(ROOT.parent / "shared" / "mcp-registry"))
+    ap.add_argument("--registry", default=str(SHARED / "mcp-registry"))
     ap.add_argument("--model", default="qwen0.5b")
     args = ap.parse_args()
     reg = load_registry(args.registry)
