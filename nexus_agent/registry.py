@@ -40,6 +40,7 @@ class McpToolModel(BaseModel):
     description: str = ""
     input_schema: dict[str, Any] = Field(alias="inputSchema")
     title: str | None = None
+    annotations: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ class Tool:
     description: str
     input_schema: Mapping[str, Any]
     source: str = ""  # file it came from, for error messages
+    # MCP ``annotations.readOnlyHint`` as declared (None: not declared). Routing tells a question from a change
+    # with it (RouterConfig.question_write_penalty); not part of ``content_hash``, which keys embeddings.
+    read_only_hint: bool | None = None
 
     @property
     def qualified_name(self) -> str:
@@ -86,7 +90,14 @@ def tool_from_mcp(data: Mapping[str, Any], server: str, source: str = "<memory>"
         description=model.description or "",
         input_schema=model.input_schema,
         source=source,
+        read_only_hint=read_only_hint_of(model.annotations),
     )
+
+
+def read_only_hint_of(annotations: Mapping[str, Any] | None) -> bool | None:
+    """``annotations.readOnlyHint`` when it is declared as a boolean, else None."""
+    hint = (annotations or {}).get("readOnlyHint")
+    return hint if isinstance(hint, bool) else None
 
 
 def _check_input_schema(schema: dict[str, Any], source: str) -> None:

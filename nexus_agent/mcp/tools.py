@@ -52,7 +52,7 @@ class ToolInfo:
 
     def to_registry_tool(self) -> Tool:
         """The routing layer's :class:`nexus_agent.registry.Tool` for this tool."""
-        from nexus_agent.registry import Tool
+        from nexus_agent.registry import Tool, read_only_hint_of
 
         return Tool(
             server=self.server,
@@ -60,6 +60,7 @@ class ToolInfo:
             description=self.description,
             input_schema=dict(self.input_schema),
             source=f"mcp:{self.server}",
+            read_only_hint=read_only_hint_of(self.annotations),
         )
 
 

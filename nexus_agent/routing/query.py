@@ -90,3 +90,14 @@ _BACK_REFERENCE = re.compile(r"\b(?:it|its|this|that|these|those|them|there)\b",
 def refers_back(query: str) -> bool:
     """Whether ``query`` points at something said earlier (a pronoun or demonstrative)."""
     return bool(_BACK_REFERENCE.search(query))
+
+
+# A request that asks to be told something ("is acme/api#12 still open?", "any open alerts in acme/web?") rather
+# than asks for a change. A question mark alone is not enough: "can you close #12?" is a polite command.
+_POLITE_COMMAND = re.compile(r"^(?:(?:can|could|would|will|wo?n't)\s+(?:you|u|ya)|please|pls|mind)\b", re.IGNORECASE)
+
+
+def is_question(query: str) -> bool:
+    """Whether ``query`` is a question about something rather than a request for a change."""
+    q = query.strip()
+    return q.endswith("?") and not _POLITE_COMMAND.match(q)

@@ -25,7 +25,7 @@ from nexus_agent.routing.docs import DocConfig, DocStyle, tool_document
 from nexus_agent.routing.embedders.base import Embedder
 from nexus_agent.routing.gate import Gate, adversarial_pairs, calibrate_tau
 from nexus_agent.routing.lexical import BM25Index
-from nexus_agent.routing.query import expand_query, refers_back
+from nexus_agent.routing.query import expand_query, is_question, refers_back
 from nexus_agent.routing.relevance import best_similarity, looks_like_no_tool, no_tool_exemplars
 from nexus_agent.routing.rerank.base import Reranker
 from nexus_agent.routing.slb import SLB, cache_path
@@ -72,6 +72,15 @@ class RouterConfig:
     # calls (bench/results/relevance.md).
     floor_percentile: float = 40.0
     expand: bool = True  # spell out chat abbreviations (PR, repo, deps …) before retrieval
+    # Subtracted from the fused score of tools that declare they change things (MCP readOnlyHint: false) when the
+    # request is a question (query.is_question). Embeddings tie the state a question asks about to the tool that
+    # sets it: "is golang/go#60078 still open?" went to update_pull_request (auto, margin 0.105), and in an agent
+    # session with --yes a question then ran a write. Tools that declare no hint are left alone (google-maps and
+    # slack declare none, and their reads are questions too). Retrieval only, github_dev / mixed_dev at their own
+    # profiles, penalty 0.15 vs none: 0.597 vs 0.590, 0.736 either way (one item won, one lost: terraform's
+    # list_workspace_variables declares readOnlyHint: false); no-tool false tool calls 0.078 either way at
+    # github_all, 0.234 vs 0.266 at desktop_all; 0.10 gave the same on github_dev and lost an item on mixed_dev.
+    question_write_penalty: float = 0.15
     # no tool when the request is closer to a no-tool exemplar than to any tool or tool request (relevance.py)
     exemplars: bool = True
     own_requests: int = 8  # synthetic example requests per tool on the tool side of that test (0: documents only)
@@ -186,6 +195,7 @@ class Router:
         self._exemplars: F32 | None = None  # [n_exemplars, dim] unit rows
         # the tool side of the exemplar test: unit rows [n, dim] and the index in slb.keys of each row's tool
         self._requests: tuple[F32, npt.NDArray[np.intp]] | None = None
+        self._writes: npt.NDArray[np.bool_] | None = None  # over slb.keys: the tool declares readOnlyHint false
         self._load_initial(list(tools))
 
     # --- registry changes (MCP tools/list_changed diffs) -------------------------------------------------
@@ -263,6 +273,7 @@ class Router:
             self.min_dense = None
         self._neg_scores = None
         self._requests = None
+        self._writes = None
 
     @property
     def bm25(self) -> BM25Index:
@@ -271,6 +282,14 @@ class Router:
             docs = [tool_document(self.tools[k], DocConfig(style=self.cfg.doc_style)) for k in keys]
             self._bm25 = BM25Index(keys, docs)
         return self._bm25
+
+    @property
+    def writes(self) -> npt.NDArray[np.bool_]:
+        """Boolean mask over ``slb.keys``: the tool declares that it changes things (readOnlyHint false)."""
+        if self._writes is None:
+            keys = self.slb.keys
+            self._writes = np.fromiter((self.tools[k].read_only_hint is False for k in keys), np.bool_, len(keys))
+        return self._writes
 
     # --- scoring -------------------------------------------------------------------------------------------
 
@@ -295,12 +314,15 @@ class Router:
 
     def retrieve(self, query: str, allowed: set[str] | None = None, qvec: F32 | None = None) -> list[Candidate]:
         """All tools (or only ``allowed``), best first, with their scores."""
+        asks = self.cfg.question_write_penalty > 0 and is_question(query)
         query = self._expand(query)
         if qvec is None:
             qvec = self._embed_query(query)
         keys = self.slb.keys
         mask = None if allowed is None else self._allowed_mask(allowed)
         fused, dense, lex = self._fused(qvec, query, mask)
+        if asks:
+            fused = (fused - self.cfg.question_write_penalty * self.writes).astype(np.float32)
         idx = np.argsort(-fused, kind="stable")
         return [
             Candidate(keys[i], float(fused[i]), float(dense[i]), float(lex[i]))
@@ -338,7 +360,9 @@ class Router:
     def calibrate(self) -> dict[str, float]:
         """Calibrate τ (and the relevance floor) on registry-derived adversarial queries; cached on disk."""
         # the exemplars' text is part of the key: editing them moves the floor
-        cfg = json.dumps(asdict(self.cfg), sort_keys=True) + "\n".join(no_tool_exemplars())
+        # which tools declare writes is not in the tools' content hash, yet moves the margins of questions
+        writes = ",".join(k for k, w in zip(self.slb.keys, self.writes, strict=True) if w)
+        cfg = json.dumps(asdict(self.cfg), sort_keys=True) + "\n".join(no_tool_exemplars()) + writes
         key = f"{self.slb_content_key()}-{_digest(cfg)}"
         path = cache_path(self.embedder.fingerprint(), key, ".calib.json")
         if path.exists():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nexus_agent.routing.query import expand_query
+from nexus_agent.routing.query import expand_query, is_question
 
 
 @pytest.mark.parametrize(
@@ -48,3 +48,20 @@ def test_a_url_is_neither_a_path_nor_a_source_of_abbreviations() -> None:
     # "peps.python.org" must not read as the abbreviation "org", nor its "/pep-0703/" as a file path
     q = "fetch https://peps.python.org/pep-0703/"
     assert expand_query(q) == f"{q} (web page URL)"
+
+
+@pytest.mark.parametrize(
+    ("query", "question"),
+    [
+        ("is acme/api#12 still open?", True),
+        ("any failing runs on main in acme/web?", True),
+        ("who has push access to acme/api? ", True),
+        ("can you close acme/api#12?", False),  # a polite command
+        ("Could u reopen it?", False),
+        ("please merge #7?", False),
+        ("close acme/api#12", False),
+        ("what's open in acme/api", False),  # no question mark: the request is read as it is written
+    ],
+)
+def test_is_question(query: str, question: bool) -> None:
+    assert is_question(query) is question

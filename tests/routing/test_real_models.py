@@ -122,3 +122,23 @@ def test_no_tool_exemplars_on_the_real_router(registry_dir: Path) -> None:
                 res = r.route(q)
                 assert res.tool == want, (q, res.decision, res.exemplar_similarity)
     assert fp[True] <= 0.2 and fp[True] + 0.15 <= fp[False], fp
+
+
+def test_a_question_is_not_routed_to_a_tool_that_changes_things(registry_dir: Path) -> None:
+    """minilm-tools at github_all, retrieval only. Without the penalty "is acme/api#12 still open?" went to
+    update_pull_request (auto): the embedding ties the state asked about to the tool that sets it, and in an agent
+    session with --yes the question ran that write. A polite command with a question mark keeps its write tool."""
+    from nexus_agent.routing.router import Router, RouterConfig
+
+    tools = load_registry(registry_dir).profile("github_all")
+    writes = {t.qualified_name for t in tools if t.read_only_hint is False}
+    emb = create_embedder("minilm-tools")
+    ask, command = "is acme/api#12 still open?", "can you close acme/api#12?"
+    penalty = RouterConfig().question_write_penalty
+    top = {}
+    for p in (0.0, penalty):
+        r = Router(tools, emb, RouterConfig(question_write_penalty=p))
+        top[p] = {q: r.route(q).candidates[0].key for q in (ask, command)}
+    assert top[0.0][ask] in writes  # the failure this guards against
+    assert top[penalty][ask] not in writes
+    assert top[penalty][command] in writes

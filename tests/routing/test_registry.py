@@ -37,9 +37,13 @@ def _tool(name: str) -> dict[str, object]:
 def test_plain_folder_layout(tmp_path: Path) -> None:
     d = tmp_path / "mytools"
     _write(d / "alpha.json", _tool("alpha"))
-    _write(d / "beta.json", {"tools": [_tool("beta"), _tool("gamma")]})  # a tools/list result
+    beta = {**_tool("beta"), "annotations": {"readOnlyHint": False, "destructiveHint": True}}
+    gamma = {**_tool("gamma"), "annotations": {"readOnlyHint": True, "title": "Gamma"}}
+    _write(d / "beta.json", {"tools": [beta, gamma]})  # a tools/list result
     reg = load_registry(d)
     assert sorted(reg.tools) == ["mytools__alpha", "mytools__beta", "mytools__gamma"]
+    # the hint as declared; alpha declares none
+    assert [t.read_only_hint for t in reg.profile(None)] == [None, False, True]
     assert [t.name for t in reg.profile(None)] == ["alpha", "beta", "gamma"]
     with pytest.raises(RegistryError, match="unknown profile"):
         reg.profile("nope")
@@ -63,6 +67,7 @@ def test_plain_folder_layout(tmp_path: Path) -> None:
             "not a valid JSON Schema",
         ),
         ({"name": "t"}, "inputSchema"),
+        ({"name": "t", "inputSchema": {"type": "object"}, "annotations": "read-only"}, "annotations"),
     ],
 )
 def test_malformed_schema_names_file_and_problem(tmp_path: Path, obj: dict[str, object], problem: str) -> None:

@@ -343,3 +343,17 @@ def test_known_idf_counts_only_words_some_tool_has(registry_dir: Path) -> None:
     assert idx.known_idf("version") > 0
     assert idx.known_idf("hashicorp terraform") == 0
     assert np.array_equal(idx.scores("what's the version"), idx.scores("what the version"))
+
+
+def test_a_question_lowers_only_the_tools_that_declare_they_change_things(registry_dir: Path) -> None:
+    tools = _tools(registry_dir)
+    hint = {t.qualified_name: t.read_only_hint for t in tools}
+    assert {True, False} <= set(hint.values())
+    base = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0, question_write_penalty=0.0))
+    pen = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0, question_write_penalty=0.15))
+    for q, asks in (("is acme/api#12 still open?", True), ("can you close acme/api#12?", False)):
+        before = {c.key: c.score for c in base.retrieve(q)}
+        after = {c.key: c.score for c in pen.retrieve(q)}
+        for k, score in before.items():
+            drop = 0.15 if asks and hint[k] is False else 0.0
+            assert after[k] == pytest.approx(score - drop, abs=1e-6), (q, k)
