@@ -92,3 +92,14 @@ def test_profile_with_unknown_tool(tmp_path: Path) -> None:
     reg = load_registry(tmp_path)
     with pytest.raises(RegistryError, match="srv__missing"):
         reg.profile("p")
+
+
+def test_a_live_tool_keeps_its_declared_read_only_hint() -> None:
+    from nexus_agent.mcp.tools import ToolInfo
+
+    schema = {"type": "object", "properties": {}}
+    hints = [
+        ToolInfo("s", name, "d", schema, annotations).to_registry_tool().read_only_hint
+        for name, annotations in [("a", {"readOnlyHint": True}), ("b", {"readOnlyHint": False}), ("c", None)]
+    ]
+    assert hints == [True, False, None]
