@@ -76,10 +76,11 @@ class RouterConfig:
     # request is a question (query.is_question). Embeddings tie the state a question asks about to the tool that
     # sets it: "is golang/go#60078 still open?" went to update_pull_request (auto, margin 0.105), and in an agent
     # session with --yes a question then ran a write. Tools that declare no hint are left alone (google-maps and
-    # slack declare none, and their reads are questions too). Retrieval only, github_dev / mixed_dev at their own
-    # profiles, penalty 0.15 vs none: 0.597 vs 0.590, 0.736 either way (one item won, one lost: terraform's
-    # list_workspace_variables declares readOnlyHint: false); no-tool false tool calls 0.078 either way at
-    # github_all, 0.234 vs 0.266 at desktop_all; 0.10 gave the same on github_dev and lost an item on mixed_dev.
+    # slack declare none, and their reads are questions too). The penalty reorders; a question whose top tool it
+    # replaced is escalated, and the gate reads the margin before it (Router._confidence). Retrieval only, own
+    # profiles, penalty 0.15 vs none: github_dev 0.597 vs 0.590, mixed_dev 0.736 either way, no-tool false tool
+    # calls 0.078 either way at github_all and 0.234 vs 0.266 at desktop_all, escalation 0.269 vs 0.246 and
+    # 0.356 vs 0.351 (0.10 lost an item on mixed_dev).
     question_write_penalty: float = 0.15
     # no tool when the request is closer to a no-tool exemplar than to any tool or tool request (relevance.py)
     exemplars: bool = True
@@ -330,6 +331,23 @@ class Router:
             if mask is None or mask[i]
         ]
 
+    def _confidence(self, query: str, cands: Sequence[Candidate]) -> tuple[float, bool]:
+        """(margin, reordered) for ``cands`` from :meth:`retrieve`: the top-2 margin of the ranking *before* the
+        question penalty, and whether the penalty put another tool first.
+
+        The penalty may reorder, but not make a decision surer: with it in the margin, "what are the allowed
+        values for Priority …?" lost its write-tool runner-up and went auto to a wrong read tool instead of to the
+        LLM. So a question whose top tool the penalty replaced is escalated, and the gate reads retrieval's own
+        confidence."""
+        if len(cands) < 2:
+            return float("inf"), False
+        pen = self.cfg.question_write_penalty
+        if pen <= 0 or not is_question(query):
+            return cands[0].score - cands[1].score, False
+        raw = np.array([c.score + pen * (self.tools[c.key].read_only_hint is False) for c in cands])
+        order = np.argsort(-raw, kind="stable")
+        return float(raw[order[0]] - raw[order[1]]), bool(order[0] != 0)
+
     def _allowed_mask(self, allowed: set[str]) -> npt.NDArray[np.bool_]:
         """Boolean mask over ``slb.keys``: True for the tools in ``allowed``."""
         keys = self.slb.keys
@@ -374,8 +392,7 @@ class Router:
             def margins(qs: Sequence[str]) -> list[float]:
                 out = []
                 for q, v in zip(qs, qv, strict=True):
-                    c = self.retrieve(q, qvec=v)
-                    out.append(c[0].score - c[1].score if len(c) > 1 else float("inf"))
+                    out.append(self._confidence(q, self.retrieve(q, qvec=v))[0])
                 return out
 
             tau, ms = calibrate_tau(margins, queries, self.cfg.tau_percentile)
@@ -457,12 +474,14 @@ class Router:
         t0 = time.perf_counter()
         qvec = self._embed_query(self._expand(query))
         cands = self.retrieve(query, allowed, qvec=qvec)
-        margin = cands[0].score - cands[1].score if len(cands) > 1 else float("inf")
+        margin, reordered = self._confidence(query, cands)
         pool = cands[: self.cfg.pool]
         if not cands:
             return RouteResult([], "no-tool", None, margin, (time.perf_counter() - t0) * 1e3)
         points_back = self.cfg.escalate_back_references and bool(history) and refers_back(query)
-        escalate = self.cfg.always_escalate or (self.cfg.gate and (not self.gate.decide(margin) or points_back))
+        escalate = self.cfg.always_escalate or (
+            self.cfg.gate and (not self.gate.decide(margin) or points_back or reordered)
+        )
         floor = self.min_dense if allowed is None or self.cfg.min_dense is not None else self._subset_floor(allowed)
         best_dense = max(c.dense for c in pool)
         relevant = floor is None or best_dense >= floor

@@ -357,3 +357,19 @@ def test_a_question_lowers_only_the_tools_that_declare_they_change_things(regist
         for k, score in before.items():
             drop = 0.15 if asks and hint[k] is False else 0.0
             assert after[k] == pytest.approx(score - drop, abs=1e-6), (q, k)
+
+
+def test_a_question_whose_top_tool_the_penalty_replaced_is_escalated_with_retrievals_own_margin(
+    registry_dir: Path,
+) -> None:
+    tools = _tools(registry_dir)
+    base = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0, question_write_penalty=0.0))
+    pen = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0))
+    q = "is acme/api#12 closed?"
+    before, after = base.route(q), pen.route(q)
+    assert (before.tool, before.decision) == ("github__update_pull_request", "auto")
+    assert after.decision == "escalated" and after.tool == after.candidates[0].key != before.tool
+    assert after.margin == pytest.approx(before.margin)  # the gate reads the ranking before the penalty
+    # a command keeps its ranking and its decision
+    cmd = "close acme/api#12"
+    assert (base.route(cmd).tool, base.route(cmd).decision) == (pen.route(cmd).tool, pen.route(cmd).decision)
