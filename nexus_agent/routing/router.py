@@ -74,7 +74,7 @@ class RouterConfig:
     expand: bool = True  # spell out chat abbreviations (PR, repo, deps …) before retrieval
     # Subtracted from the fused score of tools that declare they change things (MCP readOnlyHint: false) when the
     # request is a question (query.is_question). Embeddings tie the state a question asks about to the tool that
-    # sets it: "is golang/go#60078 still open?" went to update_pull_request (auto, margin 0.105), and in an agent
+    # sets it: "is acme/api#12 still open?" went to update_pull_request (auto, margin 0.098), and in an agent
     # session with --yes a question then ran a write. Tools that declare no hint are left alone (google-maps and
     # slack declare none, and their reads are questions too). The penalty reorders; a question whose top tool it
     # replaced is escalated, and the gate reads the margin before it (Router._confidence). Retrieval only, own
@@ -344,6 +344,7 @@ class Router:
         pen = self.cfg.question_write_penalty
         if pen <= 0 or not is_question(query):
             return cands[0].score - cands[1].score, False
+        # τ is calibrated on this same pre-penalty margin, so which tools declare writes does not move it
         raw = np.array([c.score + pen * (self.tools[c.key].read_only_hint is False) for c in cands])
         order = np.argsort(-raw, kind="stable")
         return float(raw[order[0]] - raw[order[1]]), bool(order[0] != 0)
@@ -378,9 +379,7 @@ class Router:
     def calibrate(self) -> dict[str, float]:
         """Calibrate τ (and the relevance floor) on registry-derived adversarial queries; cached on disk."""
         # the exemplars' text is part of the key: editing them moves the floor
-        # which tools declare writes is not in the tools' content hash, yet moves the margins of questions
-        writes = ",".join(k for k, w in zip(self.slb.keys, self.writes, strict=True) if w)
-        cfg = json.dumps(asdict(self.cfg), sort_keys=True) + "\n".join(no_tool_exemplars()) + writes
+        cfg = json.dumps(asdict(self.cfg), sort_keys=True) + "\n".join(no_tool_exemplars())
         key = f"{self.slb_content_key()}-{_digest(cfg)}"
         path = cache_path(self.embedder.fingerprint(), key, ".calib.json")
         if path.exists():
