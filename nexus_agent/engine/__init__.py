@@ -1,5 +1,13 @@
 """The engine: one llama.cpp context behind one coarse per-turn lock, with main/sidecar/scratch sequences."""
 
-from nexus_agent.engine.engine import MAIN, SCRATCH, SIDECAR, Engine, EngineConfig, Generation
+from nexus_agent.engine.engine import (
+    MAIN,
+    SCRATCH,
+    SIDECAR,
+    Engine,
+    EngineConfig,
+    Generation,
+    common_prefix_len,
+)
 
-__all__ = ["MAIN", "SCRATCH", "SIDECAR", "Engine", "EngineConfig", "Generation"]
+__all__ = ["MAIN", "SCRATCH", "SIDECAR", "Engine", "EngineConfig", "Generation", "common_prefix_len"]

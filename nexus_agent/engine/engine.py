@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -53,6 +53,15 @@ class Generation:
     ttft_ms: float
     total_ms: float
     stopped: str  # "eog" | "max_tokens"
+
+
+def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
 
 
 @dataclass
@@ -120,10 +129,7 @@ class Engine:
         """
         with self._lock:
             cache = self._seqs[seq]
-            n = 0
-            limit = min(len(cache.tokens), len(tokens) - 1)
-            while n < limit and cache.tokens[n] == tokens[n]:
-                n += 1
+            n = max(0, min(common_prefix_len(cache.tokens, tokens), len(tokens) - 1))
             if n < len(cache.tokens):
                 self.ctx.seq_rm(seq, n, -1)
             cache.tokens = cache.tokens[:n]

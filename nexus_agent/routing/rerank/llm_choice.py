@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from nexus_agent.engine import common_prefix_len
 from nexus_agent.registry import Tool
 from nexus_agent.routing.rerank.base import Reranker, RerankResult, history_text, register_reranker
 from nexus_agent.routing.rerank.session import PrefixCachedLLM
@@ -87,7 +88,7 @@ class LLMChoiceReranker(Reranker):
         # an agent that frees its sidecar after each turn does not decode them again (Engine.pin)
         a, b = (self.llm.render([{"role": "system", "content": _SYSTEM}, {"role": "user", "content": u}])
                 for u in ("a", "b"))
-        self.head_tokens = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+        self.head_tokens = common_prefix_len(a, b)
 
     def rerank(self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()) -> RerankResult:
         names = display_names(candidates)
