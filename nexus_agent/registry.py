@@ -64,6 +64,11 @@ class Tool:
     def qualified_name(self) -> str:
         return f"{self.server}__{self.name}"
 
+    @property
+    def declares_write(self) -> bool:
+        """Whether the tool declares that it changes things (``readOnlyHint: false``; no hint is no declaration)."""
+        return self.read_only_hint is False
+
     def to_mcp(self) -> dict[str, Any]:
         """The MCP wire form (``name``/``description``/``inputSchema``)."""
         return {"name": self.name, "description": self.description, "inputSchema": dict(self.input_schema)}

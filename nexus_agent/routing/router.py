@@ -289,7 +289,7 @@ class Router:
         """Boolean mask over ``slb.keys``: the tool declares that it changes things (readOnlyHint false)."""
         if self._writes is None:
             keys = self.slb.keys
-            self._writes = np.fromiter((self.tools[k].read_only_hint is False for k in keys), np.bool_, len(keys))
+            self._writes = np.fromiter((self.tools[k].declares_write for k in keys), np.bool_, len(keys))
         return self._writes
 
     # --- scoring -------------------------------------------------------------------------------------------
@@ -345,7 +345,7 @@ class Router:
         if pen <= 0 or not is_question(query):
             return cands[0].score - cands[1].score, False
         # τ is calibrated on this same pre-penalty margin, so which tools declare writes does not move it
-        raw = np.array([c.score + pen * (self.tools[c.key].read_only_hint is False) for c in cands])
+        raw = np.array([c.score + pen * self.tools[c.key].declares_write for c in cands])
         order = np.argsort(-raw, kind="stable")
         return float(raw[order[0]] - raw[order[1]]), bool(order[0] != 0)
 
