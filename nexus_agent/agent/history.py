@@ -54,6 +54,37 @@ def surrogate(text: str, limit: int = SURROGATE_CHARS) -> str:
     return f"{head} … ({len(text)} chars)"
 
 
+def carries_nothing(text: str) -> bool:
+    """Whether a tool's output is an empty result set: empty text, ``[]``, ``{}``, or a JSON object that holds at
+    least one list, every list empty and every other value 0, false, null or ""
+    (``{"total_count": 0, "incomplete_results": false, "items": []}``).
+
+    Conservative on purpose: ``{"title": "Fix", "labels": []}`` is an object without labels, ``{"count": 0}`` and a
+    bare ``0`` are answers, and a plain-text "No issues found" is left to the answer as data."""
+    if not text.strip():
+        return True
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, ValueError):
+        return False
+    if isinstance(data, list) or not data:
+        return data == [] or data == {}
+    if not isinstance(data, dict):
+        return False
+    lists = 0
+
+    def empty(v: Any) -> bool:
+        nonlocal lists
+        if isinstance(v, dict):
+            return all(empty(x) for x in v.values())
+        if isinstance(v, list):
+            lists += 1
+            return not v
+        return not v  # 0, 0.0, False, None, ""
+
+    return empty(data) and lists > 0
+
+
 @dataclass
 class Turn:
     """One user request and what happened. ``tool_result`` holds the surrogate, never the full payload."""

@@ -34,8 +34,16 @@ from nexus_agent.agent.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from nexus_agent.agent.history import Conversation, Turn, surrogate
-from nexus_agent.agent.prompts import NO_TOOL, SYSTEM_CHAT, SYSTEM_MAIN, TOOL_DATA, TOOL_DONE, TOOL_ERROR
+from nexus_agent.agent.history import Conversation, Turn, carries_nothing, surrogate
+from nexus_agent.agent.prompts import (
+    NO_TOOL,
+    SYSTEM_CHAT,
+    SYSTEM_MAIN,
+    TOOL_DATA,
+    TOOL_DONE,
+    TOOL_EMPTY,
+    TOOL_ERROR,
+)
 from nexus_agent.engine import MAIN, SIDECAR, Engine
 from nexus_agent.registry import Tool
 
@@ -180,7 +188,9 @@ def _run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit, che
             turn.tool, turn.arguments, turn.tool_result = route.tool, args, short
             emit(ToolResultEvent(name=tool.name, is_error=out.is_error, text=short, chars=len(out.text)))
             data = out.text if len(out.text) <= MAX_TOOL_CHARS else out.text[:MAX_TOOL_CHARS] + " …(truncated)"
-            template = TOOL_ERROR if out.is_error else TOOL_DONE if may_write else TOOL_DATA
+            # a write's empty output is its success; a read's means it found nothing, which answers nothing
+            template = (TOOL_ERROR if out.is_error else TOOL_DONE if may_write
+                        else TOOL_EMPTY if carries_nothing(out.text) else TOOL_DATA)
             answer = template.format(tool=tool.name, args=json.dumps(args, ensure_ascii=False), data=data,
                                      request=request)
             messages = [{"role": "system", "content": SYSTEM_MAIN}, *window, {"role": "user", "content": answer}]

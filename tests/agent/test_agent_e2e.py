@@ -102,6 +102,19 @@ def test_tool_that_writes_is_held_for_confirmation(agent: SyncNexusAgent) -> Non
     assert res is None or "Nexus test issue" not in res.text  # type: ignore[union-attr]
 
 
+def test_a_search_that_finds_nothing_is_answered_as_nothing_found(agent: SyncNexusAgent) -> None:
+    from nexus_agent.agent.history import carries_nothing
+
+    events = agent.run("search issues in acme/api for 'kubernetes operator crash'")
+    res = next((e for e in events if e.type == "tool_result"), None)
+    assert res is not None and carries_nothing(res.text), [e.type for e in events]  # type: ignore[union-attr]
+    text = events[-1].text.strip()  # type: ignore[union-attr]
+    # under the plain data prompt qwen0.5b answered an empty search with made-up or echoed JSON
+    assert events[-1].type == "answer" and not text.startswith(("{", "```")), text
+    assert re.search(r"\b(nothing|no (issues|results|matches)|(did not|didn't|could not|couldn't) find)\b", text,
+                     re.IGNORECASE), text
+
+
 def test_leaving_the_event_stream_cancels_the_turn(agent: SyncNexusAgent) -> None:
     request = "write a long story, at least 300 words, about a lighthouse keeper and a robot"
     before = len(agent.agent.conversation.turns)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from nexus_agent.agent.events import Event
-from nexus_agent.agent.history import Conversation, surrogate
+from nexus_agent.agent.history import Conversation, carries_nothing, surrogate
 from nexus_agent.agent.prompts import SYSTEM_CHAT
 from nexus_agent.agent.routing_adapter import AgentRouter, build_router
 from nexus_agent.agent.turn import CallResult, TurnCancelled, TurnDeps, needs_confirmation, run_turn
@@ -111,6 +111,34 @@ def test_a_call_that_changed_something_is_answered_as_done_a_read_as_data(
     run_turn(_deps(engine, router, tools, calls, CallResult('{"login": "octo-dev"}', False)), Conversation(),
              "show my GitHub user profile (get me)", events.append)
     assert calls[-1][0] == "github__get_me" and "it succeeded" not in chats[-1][-1]["content"]  # read-only: data
+
+
+def test_a_read_that_found_nothing_is_answered_from_the_empty_result_prompt(
+        engine: Engine, router: AgentRouter, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch) -> None:
+    chats: list[Any] = []
+    real_chat = engine.tokenize_chat
+    monkeypatch.setattr(engine, "tokenize_chat", lambda m, *a, **k: chats.append(m) or real_chat(m, *a, **k))
+    calls: list[Any] = []
+    events: list[Event] = []
+    empty = CallResult('{"total_count": 0, "incomplete_results": false, "items": []}', False)
+    run_turn(_deps(engine, router, tools, calls, empty), Conversation(), "show my GitHub user profile (get me)",
+             events.append)
+    assert calls[-1][0] == "github__get_me" and events[-1].type == "answer"
+    assert "returned nothing" in chats[-1][-1]["content"]
+    # a write's empty output is its success, not "nothing found"
+    run_turn(_deps(engine, router, tools, calls, CallResult("", False), yes=True), Conversation(),
+             "create a new repository called demo", events.append)
+    assert calls[-1][0] == "github__create_repository"
+    assert "it succeeded" in chats[-1][-1]["content"] and "returned nothing" not in chats[-1][-1]["content"]
+
+
+def test_empty_results_are_told_from_objects_that_lack_a_field() -> None:
+    for text in ("", "  ", "[]", "{}", '{"total_count": 0, "incomplete_results": false, "items": []}',
+                 '{"data": {"nodes": [], "cursor": null}}'):
+        assert carries_nothing(text), text
+    for text in ('{"title": "Fix", "labels": []}', '[{"number": 1}]', '{"total_count": 3, "items": []}',
+                 "No issues found", '{"query": "x", "items": []}', "0", '{"count": 0}', "null"):
+        assert not carries_nothing(text), text
 
 
 def test_crashed_tool_gives_an_error_and_keeps_the_conversation(engine: Engine, router: AgentRouter,
