@@ -40,6 +40,15 @@ def router(tools: dict[str, Tool]) -> AgentRouter:
     return build_router(list(tools.values()), None, "minilm", reranker=None)
 
 
+@pytest.fixture
+def chats(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The message lists the engine is asked to render, in order (the answer prompt is the last)."""
+    seen: list[Any] = []
+    real_chat = engine.tokenize_chat
+    monkeypatch.setattr(engine, "tokenize_chat", lambda m, *a, **k: seen.append(m) or real_chat(m, *a, **k))
+    return seen
+
+
 def _deps(engine: Engine, router: AgentRouter, tools: dict[str, Tool], calls: list[Any], result: Any = None,
           confirm: bool = False, yes: bool = False) -> TurnDeps:
     def call_tool(name: str, args: dict[str, Any]) -> CallResult:
@@ -96,10 +105,7 @@ def test_tool_that_may_write_is_not_run_without_confirmation(engine: Engine, rou
 
 
 def test_a_call_that_changed_something_is_answered_as_done_a_read_as_data(
-        engine: Engine, router: AgentRouter, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch) -> None:
-    chats: list[Any] = []
-    real_chat = engine.tokenize_chat
-    monkeypatch.setattr(engine, "tokenize_chat", lambda m, *a, **k: chats.append(m) or real_chat(m, *a, **k))
+        engine: Engine, router: AgentRouter, tools: dict[str, Tool], chats: list[Any]) -> None:
     calls: list[Any] = []
     events: list[Event] = []
     # create_repository may write (no readOnlyHint); allowed with --yes
@@ -114,10 +120,7 @@ def test_a_call_that_changed_something_is_answered_as_done_a_read_as_data(
 
 
 def test_a_read_that_found_nothing_is_answered_from_the_empty_result_prompt(
-        engine: Engine, router: AgentRouter, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch) -> None:
-    chats: list[Any] = []
-    real_chat = engine.tokenize_chat
-    monkeypatch.setattr(engine, "tokenize_chat", lambda m, *a, **k: chats.append(m) or real_chat(m, *a, **k))
+        engine: Engine, router: AgentRouter, tools: dict[str, Tool], chats: list[Any]) -> None:
     calls: list[Any] = []
     events: list[Event] = []
     empty = CallResult('{"total_count": 0, "incomplete_results": false, "items": []}', False)
