@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import json
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
@@ -146,9 +145,7 @@ class NexusAgent:
         assert self._loop is not None
         fut = asyncio.run_coroutine_threadsafe(self.hub.call_tool(name, args), self._loop)
         res = fut.result()
-        # no text block: the structured result if there is one (an empty content list is not an empty result)
-        other = res.structured if res.structured is not None else list(res.content)
-        return CallResult(text=res.text or json.dumps(other, ensure_ascii=False)[:4000], is_error=res.is_error)
+        return CallResult(text=res.readable(), is_error=res.is_error)
 
     def _confirm_from_thread(self, name: str, args: dict[str, Any], ann: Mapping[str, Any] | None) -> bool:
         if self._confirm is None:

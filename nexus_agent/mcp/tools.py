@@ -86,6 +86,15 @@ class ToolResult:
         """The text blocks joined by newlines (non-text blocks are left out)."""
         return "\n".join(str(b.get("text", "")) for b in self.content if b.get("type") == "text")
 
+    def readable(self, limit: int = 4000) -> str:
+        """What the model reads: the text blocks; without any, the structured result as JSON, else the content
+        blocks as JSON (at most ``limit`` characters; base64 images are long). A result with structured content
+        and no text block is not an empty result."""
+        if self.text:
+            return self.text
+        other = self.structured if self.structured is not None else list(self.content)
+        return json.dumps(other, ensure_ascii=False)[:limit]
+
 
 @dataclass(frozen=True)
 class ToolListDiff:
