@@ -67,10 +67,12 @@ def carries_nothing(text: str) -> bool:
         data = json.loads(text)
     except (json.JSONDecodeError, ValueError):
         return False
-    if isinstance(data, list) or not data:
-        return data == [] or data == {}
+    if isinstance(data, list):
+        return not data
     if not isinstance(data, dict):
-        return False
+        return False  # a bare 0, false or null is an answer
+    if not data:
+        return True
     lists = 0
 
     def empty(v: Any) -> bool:
