@@ -64,17 +64,25 @@ def _stamp_value(path: Path) -> str:
     return str(path.stat().st_size)
 
 
-def is_present(spec: ModelSpec) -> bool:
+def why_absent(spec: ModelSpec) -> str | None:
+    """None when the model is assembled and verified; otherwise why not, for the message before a rebuild."""
     path = model_path(spec)
+    if not path.exists():
+        return "not assembled yet"
     stamp = _stamp(path)
-    if not (path.exists() and stamp.exists() and stamp.read_text() == _stamp_value(path)):
-        return False
+    if not (stamp.exists() and stamp.read_text() == _stamp_value(path)):
+        return "its files differ from what was assembled (no or a stale .verified stamp)"
     if spec.assembly == "trained":  # a changed training recipe (data, script, pins) makes the build stale
         from nexus_agent.routing.tune.build import recipe_key
 
         recipe = path / "recipe.txt"
-        return recipe.exists() and recipe.read_text() == recipe_key()
-    return True
+        if not (recipe.exists() and recipe.read_text() == recipe_key()):
+            return "it was built from another recipe (training set, training script or pins changed)"
+    return None
+
+
+def is_present(spec: ModelSpec) -> bool:
+    return why_absent(spec) is None
 
 
 def status() -> list[ModelStatus]:
@@ -281,8 +289,15 @@ def fetch_model(name: str, progress: Progress | None = None, force: bool = False
     # path and delete each other's work; the second one waits here, then finds the model present.
     with open(path.with_name(path.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if is_present(spec) and not force:
+        reason = "rebuild asked for (--force)" if force else why_absent(spec)
+        if reason is None:
             return path
+        if spec.assembly == "trained":
+            # A training run takes minutes, and it can start from a plain `eval` or `run`: say why it is happening.
+            from nexus_agent.routing.tune.build import STEPS
+
+            print(f"[models] {name}: {reason}; training it from the shipped set ({STEPS} steps, about 12–30 min "
+                  "on 2 cores)", file=sys.stderr, flush=True)
         _assemble_locked(spec, path, progress)
     return path
 

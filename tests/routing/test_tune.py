@@ -52,11 +52,36 @@ def test_a_build_from_another_recipe_is_not_current(tmp_path: Path, monkeypatch:
     (path / "recipe.txt").write_text("0000000000000000")
     models.store._stamp(path).write_text(models.store._stamp_value(path))
     assert not models.store.is_present(spec)
+    assert "another recipe" in (models.store.why_absent(spec) or "")
     with pytest.raises(models.ModelError, match="another recipe"):
         models.store.verify("minilm-tools")
     (path / "recipe.txt").write_text(build.recipe_key())
     models.store._stamp(path).write_text(models.store._stamp_value(path))
-    assert models.store.is_present(spec)
+    assert models.store.is_present(spec) and models.store.why_absent(spec) is None
+    (path / "model.onnx").write_bytes(b"xy")  # a file swapped by hand: the stamp no longer matches
+    assert "stamp" in (models.store.why_absent(spec) or "")
+
+
+def test_a_retrain_says_why_before_it_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("NEXUS_HOME", str(tmp_path))
+    spec = models.CATALOG["minilm-tools"]
+    path = models.store.model_path(spec)
+    path.mkdir(parents=True)
+    (path / "recipe.txt").write_text("0000000000000000")
+    models.store._stamp(path).write_text(models.store._stamp_value(path))
+    trained: list[Path] = []
+
+    def fake_training(spec: object, tmp: Path, progress: object) -> None:  # the real one trains for ~30 min
+        trained.append(tmp)
+        tmp.mkdir()
+        (tmp / "recipe.txt").write_text(build.recipe_key())
+
+    monkeypatch.setitem(models.store._ASSEMBLERS, "trained", fake_training)
+    assert models.fetch_model("minilm-tools") == path and len(trained) == 1
+    err = capsys.readouterr().err
+    assert "minilm-tools: it was built from another recipe" in err and "training it" in err, err
+    assert models.fetch_model("minilm-tools") == path and len(trained) == 1  # now current: no second training
 
 
 @pytest.mark.real_model
