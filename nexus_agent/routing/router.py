@@ -93,6 +93,7 @@ class Candidate:
     score: float
     dense: float
     lexical: float
+    penalty: float = 0.0  # the question penalty already taken off ``score`` (RouterConfig.question_write_penalty)
 
 
 @dataclass
@@ -322,16 +323,16 @@ class Router:
         keys = self.slb.keys
         mask = None if allowed is None else self._allowed_mask(allowed)
         fused, dense, lex = self._fused(qvec, query, mask)
-        if asks:
-            fused = (fused - self.cfg.question_write_penalty * self.writes).astype(np.float32)
+        penalty = self.cfg.question_write_penalty * self.writes if asks else np.zeros(len(keys))
+        fused = (fused - penalty).astype(np.float32)
         idx = np.argsort(-fused, kind="stable")
         return [
-            Candidate(keys[i], float(fused[i]), float(dense[i]), float(lex[i]))
+            Candidate(keys[i], float(fused[i]), float(dense[i]), float(lex[i]), float(penalty[i]))
             for i in idx
             if mask is None or mask[i]
         ]
 
-    def _confidence(self, query: str, cands: Sequence[Candidate]) -> tuple[float, bool]:
+    def _confidence(self, cands: Sequence[Candidate]) -> tuple[float, bool]:
         """(margin, reordered) for ``cands`` from :meth:`retrieve`: the top-2 margin of the ranking *before* the
         question penalty, and whether the penalty put another tool first.
 
@@ -341,11 +342,10 @@ class Router:
         confidence."""
         if len(cands) < 2:
             return float("inf"), False
-        pen = self.cfg.question_write_penalty
-        if pen <= 0 or not is_question(query):
+        if not any(c.penalty for c in cands):
             return cands[0].score - cands[1].score, False
         # τ is calibrated on this same pre-penalty margin, so which tools declare writes does not move it
-        raw = np.array([c.score + pen * self.tools[c.key].declares_write for c in cands])
+        raw = np.array([c.score + c.penalty for c in cands])
         order = np.argsort(-raw, kind="stable")
         return float(raw[order[0]] - raw[order[1]]), bool(order[0] != 0)
 
@@ -391,7 +391,7 @@ class Router:
             def margins(qs: Sequence[str]) -> list[float]:
                 out = []
                 for q, v in zip(qs, qv, strict=True):
-                    out.append(self._confidence(q, self.retrieve(q, qvec=v))[0])
+                    out.append(self._confidence(self.retrieve(q, qvec=v))[0])
                 return out
 
             tau, ms = calibrate_tau(margins, queries, self.cfg.tau_percentile)
@@ -473,7 +473,7 @@ class Router:
         t0 = time.perf_counter()
         qvec = self._embed_query(self._expand(query))
         cands = self.retrieve(query, allowed, qvec=qvec)
-        margin, reordered = self._confidence(query, cands)
+        margin, reordered = self._confidence(cands)
         pool = cands[: self.cfg.pool]
         if not cands:
             return RouteResult([], "no-tool", None, margin, (time.perf_counter() - t0) * 1e3)
