@@ -71,8 +71,12 @@ def main() -> None:
         for prof in (p for _, p in SETS.values()):
             router, keys, _ = calibrated_router(reg, prof, emb, cfg)
             s, _ = evaluate(router, load_eval(NO_TOOL, reg), keys)
-            row = {"variant": label, "set": f"no_tool@{prof}", "no_tool_false_positive_rate": s[
-                "no_tool_false_positive_rate"], "wall_s": round(time.monotonic() - t0, 1)}
+            row = {
+                "variant": label,
+                "set": f"no_tool@{prof}",
+                "no_tool_false_positive_rate": s["no_tool_false_positive_rate"],
+                "wall_s": round(time.monotonic() - t0, 1),
+            }
             rows.append(row)
             print(json.dumps(row), flush=True)
     write_md(save_rows(args, rows), rows, args)

@@ -65,8 +65,10 @@ def ttft(engine: Engine, msgs: list[dict[str, str]], tool: Tool, seq: int) -> tu
 def tool_def_tokens(engine: Engine, view: Tool, tool: Tool) -> tuple[int, int]:
     """Tokens of the tool definition alone: (a) the signature of ``view`` (the tool as argument writing sees it)
     and (b) the full JSON schema of ``tool``."""
-    return (len(engine.model.tokenize(signature(view, ARG_SIGNATURE), add_special=False)),
-            len(engine.model.tokenize(full_schema_text(tool), add_special=False)))
+    return (
+        len(engine.model.tokenize(signature(view, ARG_SIGNATURE), add_special=False)),
+        len(engine.model.tokenize(full_schema_text(tool), add_special=False)),
+    )
 
 
 def definition_tokens(engine: Engine, reg: Any, files: list[str]) -> dict[str, Any]:
@@ -83,10 +85,14 @@ def definition_tokens(engine: Engine, reg: Any, files: list[str]) -> dict[str, A
             view, _ = arg_prompt(tool, it["query"], list(it.get("history") or []))
             per.append(tool_def_tokens(engine, view, tool))
     a, b = [x for x, _ in per], [y for _, y in per]
-    return {"files": [Path(f).name for f in files], "n_items": len(per),
-            "median_a": statistics.median(a), "median_b": statistics.median(b),
-            "median_item_saving": statistics.median(1 - x / y for x, y in per),
-            "total_saving": 1 - sum(a) / sum(b)}
+    return {
+        "files": [Path(f).name for f in files],
+        "n_items": len(per),
+        "median_a": statistics.median(a),
+        "median_b": statistics.median(b),
+        "median_item_saving": statistics.median(1 - x / y for x, y in per),
+        "total_saving": 1 - sum(a) / sum(b),
+    }
 
 
 def main() -> None:
@@ -100,12 +106,17 @@ def main() -> None:
     ap.add_argument("--eval", default=str(ROOT.parent / "shared" / "eval" / "github_dev.jsonl"))
     ap.add_argument("--profile", default="desktop_all_plus_github")
     ap.add_argument("--embedder", default=DEFAULT_EMBEDDER)
-    ap.add_argument("--reranker", default="none",
-                    help="routing's escalation decider; 'none' keeps routing at retrieval cost so the arms differ "
-                         "only in what they prefill (escalations add the same LLM time to every arm)")
-    ap.add_argument("--token-evals", default=",".join(
-        str(ROOT.parent / "shared" / "eval" / f) for f in ("github_dev.jsonl", "mixed_dev.jsonl")),
-        help="eval files whose every tool item (gold tool, own history) is counted for tool-definition tokens")
+    ap.add_argument(
+        "--reranker",
+        default="none",
+        help="routing's escalation decider; 'none' keeps routing at retrieval cost so the arms differ "
+        "only in what they prefill (escalations add the same LLM time to every arm)",
+    )
+    ap.add_argument(
+        "--token-evals",
+        default=",".join(str(ROOT.parent / "shared" / "eval" / f) for f in ("github_dev.jsonl", "mixed_dev.jsonl")),
+        help="eval files whose every tool item (gold tool, own history) is counted for tool-definition tokens",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", dest="json_out", default=str(ROOT / "bench" / "results" / "ttft.json"))
     a = ap.parse_args()
@@ -123,14 +134,20 @@ def main() -> None:
         prefix = engine.tokenize_chat([{"role": "system", "content": SYSTEM_MAIN}, *HISTORY])[:-3]
         for n in [int(x) for x in a.sizes.split(",")]:
             arm: dict[str, list[float]] = {"a": [], "b": [], "c": [], "route": []}
-            toks: dict[str, list[int]] = {"a": [], "b": [], "c": [], "turn_a": [], "turn_b": [], "def_a": [],
-                                           "def_b": []}
+            toks: dict[str, list[int]] = {
+                "a": [],
+                "b": [],
+                "c": [],
+                "turn_a": [],
+                "turn_b": [],
+                "def_a": [],
+                "def_b": [],
+            }
             overflow_c = False
             for qi, it in enumerate(items):
                 must = reg.find(it["tool"], it.get("server"))
                 tools = sample_tools(pool, must, n, random.Random(f"{a.seed}-{n}-{qi}"))
-                router = build_router(tools, engine, a.embedder,
-                                      reranker=None if a.reranker == "none" else a.reranker)
+                router = build_router(tools, engine, a.embedder, reranker=None if a.reranker == "none" else a.reranker)
                 router.router.calibrate()  # once per registry, at start-up: not part of a turn
                 engine.prefill(prefix, seq=MAIN, n_logits=1)  # warm conversation prefix
                 t0 = time.perf_counter()
@@ -148,17 +165,26 @@ def main() -> None:
                 arm["route"].append(route_ms)
                 toks["a"].append(nt)
                 toks["turn_a"].append(nt - len(prefix))
-                full = [{"role": "system", "content": SYSTEM_MAIN}, *HISTORY,
-                        {"role": "user", "content": arg_request(it["query"], full_schema_text(chosen))}]
+                full = [
+                    {"role": "system", "content": SYSTEM_MAIN},
+                    *HISTORY,
+                    {"role": "user", "content": arg_request(it["query"], full_schema_text(chosen))},
+                ]
                 ms, nt = ttft(engine, full, chosen, MAIN)
                 arm["b"].append(route_ms + ms)
                 toks["b"].append(nt)
                 toks["turn_b"].append(nt - len(prefix))
                 if qi < a.c_queries:
                     all_schemas = "\n".join(full_schema_text(t) for t in tools)
-                    msgs = [{"role": "system", "content": f"{SYSTEM_MAIN}\nTools:\n{all_schemas}"}, *HISTORY,
-                            {"role": "user", "content": f"{it['query']}\n\nCall one of the tools: reply with "
-                             f"the JSON arguments of {chosen.name} only."}]
+                    msgs = [
+                        {"role": "system", "content": f"{SYSTEM_MAIN}\nTools:\n{all_schemas}"},
+                        *HISTORY,
+                        {
+                            "role": "user",
+                            "content": f"{it['query']}\n\nCall one of the tools: reply with "
+                            f"the JSON arguments of {chosen.name} only.",
+                        },
+                    ]
                     engine.free(SCRATCH)  # cold: the whole prompt is prefilled this turn
                     ms, nt = ttft(engine, msgs, chosen, SCRATCH)
                     engine.free(SCRATCH)
@@ -167,53 +193,78 @@ def main() -> None:
                         overflow_c = True
                     else:
                         arm["c"].append(ms)
-                print(f"N={n} q={qi} a={arm['a'][-1]:.0f}ms b={arm['b'][-1]:.0f}ms tokens a={toks['a'][-1]} "
-                      f"b={toks['b'][-1]}" + (f" c={toks['c'][-1]}" if qi < a.c_queries else ""), flush=True)
+                print(
+                    f"N={n} q={qi} a={arm['a'][-1]:.0f}ms b={arm['b'][-1]:.0f}ms tokens a={toks['a'][-1]} "
+                    f"b={toks['b'][-1]}" + (f" c={toks['c'][-1]}" if qi < a.c_queries else ""),
+                    flush=True,
+                )
             med = {k: (statistics.median(v) if v else None) for k, v in arm.items()}
             mt = {k: (statistics.median(v) if v else None) for k, v in toks.items()}
-            rows.append({
-                "n_tools": n,
-                "ttft_ms_a": med["a"], "ttft_ms_b": med["b"], "ttft_ms_c": None if overflow_c else med["c"],
-                "route_ms": med["route"],
-                "tokens_a": mt["a"], "tokens_b": mt["b"], "tokens_c": mt["c"],
-                "c_overflows": overflow_c,
-                "speedup_a_vs_b": (med["b"] / med["a"]) if med["a"] and med["b"] else None,
-                "token_saving_a_vs_b": (1 - mt["a"] / mt["b"]) if mt["a"] and mt["b"] else None,
-                "turn_tokens_a": mt["turn_a"], "turn_tokens_b": mt["turn_b"],
-                "turn_token_saving_a_vs_b": (
-                    (1 - mt["turn_a"] / mt["turn_b"]) if mt["turn_a"] and mt["turn_b"] else None
-                ),
-                # the tool definition alone: signature IR (a) vs full JSON schema (b), same tool
-                "tool_def_tokens_a": mt["def_a"], "tool_def_tokens_b": mt["def_b"],
-                "tool_def_token_saving_a_vs_b": (
-                    (1 - mt["def_a"] / mt["def_b"]) if mt["def_a"] and mt["def_b"] else None
-                ),
-                "n_queries": len(items),
-            })
+            rows.append(
+                {
+                    "n_tools": n,
+                    "ttft_ms_a": med["a"],
+                    "ttft_ms_b": med["b"],
+                    "ttft_ms_c": None if overflow_c else med["c"],
+                    "route_ms": med["route"],
+                    "tokens_a": mt["a"],
+                    "tokens_b": mt["b"],
+                    "tokens_c": mt["c"],
+                    "c_overflows": overflow_c,
+                    "speedup_a_vs_b": (med["b"] / med["a"]) if med["a"] and med["b"] else None,
+                    "token_saving_a_vs_b": (1 - mt["a"] / mt["b"]) if mt["a"] and mt["b"] else None,
+                    "turn_tokens_a": mt["turn_a"],
+                    "turn_tokens_b": mt["turn_b"],
+                    "turn_token_saving_a_vs_b": (
+                        (1 - mt["turn_a"] / mt["turn_b"]) if mt["turn_a"] and mt["turn_b"] else None
+                    ),
+                    # the tool definition alone: signature IR (a) vs full JSON schema (b), same tool
+                    "tool_def_tokens_a": mt["def_a"],
+                    "tool_def_tokens_b": mt["def_b"],
+                    "tool_def_token_saving_a_vs_b": (
+                        (1 - mt["def_a"] / mt["def_b"]) if mt["def_a"] and mt["def_b"] else None
+                    ),
+                    "n_queries": len(items),
+                }
+            )
         defs = definition_tokens(engine, reg, [f for f in a.token_evals.split(",") if f])
     finally:
         engine.close()
-    report = {"model": a.model, "n_ctx": a.n_ctx, "embedder": a.embedder, "reranker": a.reranker, "rows": rows,
-              "tool_def_tokens_eval": defs}
+    report = {
+        "model": a.model,
+        "n_ctx": a.n_ctx,
+        "embedder": a.embedder,
+        "reranker": a.reranker,
+        "rows": rows,
+        "tool_def_tokens_eval": defs,
+    }
     out = Path(a.json_out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1))
-    lines = [f"TTFT to first argument token, model {a.model}, n_ctx {a.n_ctx} (median over queries)", "",
-             "| N | (a) IR ms | (b) full schema ms | (c) all schemas ms | a vs b | tokens a | tokens b | tokens c "
-             "| token saving a vs b | turn tokens a / b | turn token saving | tool definition tokens a / b | saving |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"TTFT to first argument token, model {a.model}, n_ctx {a.n_ctx} (median over queries)",
+        "",
+        "| N | (a) IR ms | (b) full schema ms | (c) all schemas ms | a vs b | tokens a | tokens b | tokens c "
+        "| token saving a vs b | turn tokens a / b | turn token saving | tool definition tokens a / b | saving |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         c = "overflow" if r["c_overflows"] else (f"{r['ttft_ms_c']:.0f}" if r["ttft_ms_c"] else "-")
-        lines.append(f"| {r['n_tools']} | {r['ttft_ms_a']:.0f} | {r['ttft_ms_b']:.0f} | {c} | "
-                     f"{r['speedup_a_vs_b']:.2f}× | {r['tokens_a']:.0f} | {r['tokens_b']:.0f} | "
-                     f"{r['tokens_c'] if r['tokens_c'] is not None else '-'} | {r['token_saving_a_vs_b']:.0%} | "
-                     f"{r['turn_tokens_a']:.0f} / {r['turn_tokens_b']:.0f} | {r['turn_token_saving_a_vs_b']:.0%} | "
-                     f"{r['tool_def_tokens_a']:.0f} / {r['tool_def_tokens_b']:.0f} | "
-                     f"{r['tool_def_token_saving_a_vs_b']:.0%} |")
-    lines += ["", f"Tool-definition tokens over every tool item of {' + '.join(defs['files'])} ({defs['n_items']} "
-              f"items, gold tool, each item's own conversation): median {defs['median_a']:.0f} (a) vs "
-              f"{defs['median_b']:.0f} (b); median saving per item {defs['median_item_saving']:.0%}, "
-              f"total {defs['total_saving']:.0%}."]
+        lines.append(
+            f"| {r['n_tools']} | {r['ttft_ms_a']:.0f} | {r['ttft_ms_b']:.0f} | {c} | "
+            f"{r['speedup_a_vs_b']:.2f}× | {r['tokens_a']:.0f} | {r['tokens_b']:.0f} | "
+            f"{r['tokens_c'] if r['tokens_c'] is not None else '-'} | {r['token_saving_a_vs_b']:.0%} | "
+            f"{r['turn_tokens_a']:.0f} / {r['turn_tokens_b']:.0f} | {r['turn_token_saving_a_vs_b']:.0%} | "
+            f"{r['tool_def_tokens_a']:.0f} / {r['tool_def_tokens_b']:.0f} | "
+            f"{r['tool_def_token_saving_a_vs_b']:.0%} |"
+        )
+    lines += [
+        "",
+        f"Tool-definition tokens over every tool item of {' + '.join(defs['files'])} ({defs['n_items']} "
+        f"items, gold tool, each item's own conversation): median {defs['median_a']:.0f} (a) vs "
+        f"{defs['median_b']:.0f} (b); median saving per item {defs['median_item_saving']:.0%}, "
+        f"total {defs['total_saving']:.0%}.",
+    ]
     md = "\n".join(lines) + "\n"
     out.with_suffix(".md").write_text(md)
     print(md)

@@ -44,12 +44,57 @@ def _truncate(text: str, n: int) -> str:
 
 
 # Words that add nothing to a parameter name in a GitHub-style schema description.
-_FILLER = frozenset({
-    "a", "an", "the", "of", "for", "to", "in", "on", "by", "and", "or", "is", "are", "this", "that", "with", "be",
-    "as", "if", "it", "its", "at", "from", "use", "used", "repository", "repo", "github", "number", "name", "id",
-    "identifier", "value", "min", "max", "per", "page", "pagination", "results", "result", "optional", "specified",
-    "given", "filter", "filters", "content", "text",
-})
+_FILLER = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "of",
+        "for",
+        "to",
+        "in",
+        "on",
+        "by",
+        "and",
+        "or",
+        "is",
+        "are",
+        "this",
+        "that",
+        "with",
+        "be",
+        "as",
+        "if",
+        "it",
+        "its",
+        "at",
+        "from",
+        "use",
+        "used",
+        "repository",
+        "repo",
+        "github",
+        "number",
+        "name",
+        "id",
+        "identifier",
+        "value",
+        "min",
+        "max",
+        "per",
+        "page",
+        "pagination",
+        "results",
+        "result",
+        "optional",
+        "specified",
+        "given",
+        "filter",
+        "filters",
+        "content",
+        "text",
+    }
+)
 
 
 _WORD = re.compile(r"[a-z0-9]+")

@@ -100,8 +100,21 @@ def ensure_llama_wheel() -> Path:
     sdist_dir.mkdir(parents=True, exist_ok=True)
     sdists = list(sdist_dir.glob(f"llama_cpp_python-{LLAMA_VERSION}.tar.gz"))
     if not sdists:
-        run([PY, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-             f"llama-cpp-python=={LLAMA_VERSION}", "-d", sdist_dir])
+        run(
+            [
+                PY,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                f"llama-cpp-python=={LLAMA_VERSION}",
+                "-d",
+                sdist_dir,
+            ]
+        )
         sdists = list(sdist_dir.glob(f"llama_cpp_python-{LLAMA_VERSION}.tar.gz"))
     tmp = wdir.with_name(wdir.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -123,8 +136,21 @@ def ensure_python_deps(test: bool) -> None:
         return
     extras = ".[dev]" if test else "."
     # Build requirements first so the editable install can run without build isolation (fast rebuilds).
-    run([PY, "-m", "pip", "install", "-q", "--find-links", wdir, "scikit-build-core==1.1.2", "pybind11==3.1.0",
-         "ninja", f"llama-cpp-python=={LLAMA_VERSION}"])
+    run(
+        [
+            PY,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--find-links",
+            wdir,
+            "scikit-build-core==1.1.2",
+            "pybind11==3.1.0",
+            "ninja",
+            f"llama-cpp-python=={LLAMA_VERSION}",
+        ]
+    )
     run([PY, "-m", "pip", "install", "-q", "--find-links", wdir, "--no-build-isolation", "-e", f"{ROOT}/{extras}"])
     stamp_set("deps", key)
     stamp_set("native", native_key())

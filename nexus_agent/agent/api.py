@@ -58,8 +58,9 @@ class AgentConfig(BaseModel):
 class NexusAgent:
     """An agent bound to MCP servers and one local model. Use as an async context manager."""
 
-    def __init__(self, cfg: AgentConfig, confirm: ConfirmFn | None = None,
-                 on_notice: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, cfg: AgentConfig, confirm: ConfirmFn | None = None, on_notice: Callable[[str], None] | None = None
+    ) -> None:
         self.cfg = cfg
         self._confirm = confirm
         self._notice = on_notice or (lambda _msg: None)
@@ -81,8 +82,9 @@ class NexusAgent:
         await self.start()
         return self
 
-    async def __aexit__(self, et: type[BaseException] | None, ev: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.aclose()
 
     async def start(self) -> None:
@@ -98,16 +100,15 @@ class NexusAgent:
             res = resolve_preset(preset)
             self._notice(res.reason)
             servers[res.server_name] = res.server
-        self.hub = MultiServerClient.from_config(MCPConfig(servers=servers),
-                                                 default_timeout=self.cfg.tool_timeout_s)
+        self.hub = MultiServerClient.from_config(MCPConfig(servers=servers), default_timeout=self.cfg.tool_timeout_s)
         await self.hub.start()
         for name, why in getattr(self.hub, "failures", {}).items():
             self._notice(f"MCP server {name!r} failed to start: {why}")
         self._index_tools()
         self.engine = await asyncio.to_thread(
-            Engine, EngineConfig(model=self.cfg.model, n_ctx=self.cfg.n_ctx, n_threads=self.cfg.n_threads))
-        self.router = await asyncio.to_thread(build_router, list(self._tools.values()), self.engine,
-                                              self.cfg.embedder)
+            Engine, EngineConfig(model=self.cfg.model, n_ctx=self.cfg.n_ctx, n_threads=self.cfg.n_threads)
+        )
+        self.router = await asyncio.to_thread(build_router, list(self._tools.values()), self.engine, self.cfg.embedder)
         self.hub.add_tools_listener(self._on_tools_changed)
 
     async def aclose(self) -> None:
@@ -173,10 +174,17 @@ class NexusAgent:
         def emit(ev: Event) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, ev)
 
-        deps = TurnDeps(engine=self.engine, router=self.router, tools=lambda: self._tools,
-                        annotations=lambda q: self._annotations.get(q), call_tool=self._call_tool_from_thread,
-                        confirm=self._confirm_from_thread, auto_yes=self.cfg.yes,
-                        window_turns=self.cfg.window_turns, cancelled=cancel.is_set)
+        deps = TurnDeps(
+            engine=self.engine,
+            router=self.router,
+            tools=lambda: self._tools,
+            annotations=lambda q: self._annotations.get(q),
+            call_tool=self._call_tool_from_thread,
+            confirm=self._confirm_from_thread,
+            auto_yes=self.cfg.yes,
+            window_turns=self.cfg.window_turns,
+            cancelled=cancel.is_set,
+        )
 
         def work() -> None:
             try:

@@ -34,8 +34,18 @@ ARG_SIGNATURE = SignatureOptions(max_enum=8, max_nested_keys=4, desc_chars=48, s
 # Keywords llama.cpp's schema converter does not need and that some servers put in odd places. Without
 # "description", a schema that is only a description (projects_write's "any JSON value") becomes ``{}``, which
 # the converter reads as any value instead of rejecting the whole tool.
-_DROP_KEYS = ("$schema", "$id", "title", "description", "examples", "default", "format", "deprecated", "readOnly",
-              "writeOnly")
+_DROP_KEYS = (
+    "$schema",
+    "$id",
+    "title",
+    "description",
+    "examples",
+    "default",
+    "format",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+)
 
 # Any JSON object: the fallback grammar when a schema uses a construct the converter rejects; the schema
 # validation step still catches what the grammar let through.
@@ -78,10 +88,15 @@ def _strip(schema: Any) -> Any:
     if isinstance(schema, Mapping):
         out: dict[str, Any] = {
             k: ({n: _strip(s) for n, s in v.items()} if k in _NAMED_SCHEMAS and isinstance(v, Mapping) else _strip(v))
-            for k, v in schema.items() if k not in _DROP_KEYS
+            for k, v in schema.items()
+            if k not in _DROP_KEYS
         }
-        for key, bound in (("maxLength", _MAX_LENGTH_BOUND), ("minLength", _MAX_LENGTH_BOUND),
-                           ("maxItems", _MAX_ITEMS_BOUND), ("minItems", _MAX_ITEMS_BOUND)):
+        for key, bound in (
+            ("maxLength", _MAX_LENGTH_BOUND),
+            ("minLength", _MAX_LENGTH_BOUND),
+            ("maxItems", _MAX_ITEMS_BOUND),
+            ("minItems", _MAX_ITEMS_BOUND),
+        ):
             if isinstance(out.get(key), int) and out[key] > bound:
                 del out[key]
         return out
@@ -103,8 +118,11 @@ def grammar_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 def _mentioned(name_words: set[str], text_words: set[str]) -> bool:
     # prefix match, so "close" grounds "closed" and "label" grounds "labels"
-    return any(w == t or (len(w) >= 4 and len(t) >= 4 and (w.startswith(t) or t.startswith(w)))
-               for w in name_words for t in text_words)
+    return any(
+        w == t or (len(w) >= 4 and len(t) >= 4 and (w.startswith(t) or t.startswith(w)))
+        for w in name_words
+        for t in text_words
+    )
 
 
 def _nested_words(prop: Mapping[str, Any]) -> set[str]:
@@ -175,7 +193,8 @@ def _grounded(value: Any, prop: Mapping[str, Any], name: str, text: str, text_wo
         return value is False or _mentioned(words(name), text_words)
     if isinstance(value, int | float):
         return bool(re.search(rf"(?<![\w.]){re.escape(str(value))}(?![\w])", text)) or (
-            float(value).is_integer() and bool(re.search(rf"(?<![\w.]){int(value)}(?![\w])", text)))
+            float(value).is_integer() and bool(re.search(rf"(?<![\w.]){int(value)}(?![\w])", text))
+        )
     if isinstance(value, str):
         vw = words(value)
         if not vw:
@@ -228,8 +247,9 @@ def _kind_words(name: str, prop: Mapping[str, Any]) -> set[str]:
     return kind
 
 
-def ungrounded_identifiers(tool: Tool, args: Mapping[str, Any], request: str,
-                           history: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
+def ungrounded_identifiers(
+    tool: Tool, args: Mapping[str, Any], request: str, history: Sequence[Mapping[str, str]] = ()
+) -> dict[str, Any]:
     """Required identifier arguments (``issue_number``, ``pullNumber``, ``page_id`` …) the conversation does not
     give, so the model made them up: name → value. The grammar makes the model write every required value, and with
     none given it writes one (seen: "open a pull request from hotfix to main", routed to update_pull_request, got
@@ -254,8 +274,12 @@ def ungrounded_identifiers(tool: Tool, args: Mapping[str, Any], request: str,
         return False
 
     return {
-        k: v for k, v in args.items()
-        if k in required and _IDENTIFIER.search(k) and not isinstance(v, bool) and isinstance(v, int | float | str)
+        k: v
+        for k, v in args.items()
+        if k in required
+        and _IDENTIFIER.search(k)
+        and not isinstance(v, bool)
+        and isinstance(v, int | float | str)
         and not given(k, v, props.get(k) or {})
     }
 
@@ -279,8 +303,11 @@ def arg_messages(tool: Tool, request: str, history: list[dict[str, str]]) -> lis
     """Chat messages for argument writing: the shared system prompt, the (pruned) history, then the request
     with the tool's signature and the rules. Only the last message differs from the answer prompt."""
     sig = signature(tool, ARG_SIGNATURE)
-    return [{"role": "system", "content": SYSTEM_MAIN}, *history,
-            {"role": "user", "content": arg_request(request, sig)}]
+    return [
+        {"role": "system", "content": SYSTEM_MAIN},
+        *history,
+        {"role": "user", "content": arg_request(request, sig)},
+    ]
 
 
 def conversation_text(request: str, history: list[dict[str, str]], user_only: bool = False) -> str:
@@ -327,10 +354,20 @@ class ArgumentWriter:
                 args, err, json_ok2 = self._check(tool, gen.text)
                 json_ok = json_ok and json_ok2
         if args is not None and err is None:
-            args = drop_ungrounded(tool, args, conversation_text(request, history),
-                                   conversation_text(request, history, user_only=True))
-        return ArgResult(tool.name, args if err is None else None, gen.text, json_ok, err, repaired,
-                         first.ttft_ms, first.total_ms + (gen.total_ms if repaired else 0.0), first.n_prompt)
+            args = drop_ungrounded(
+                tool, args, conversation_text(request, history), conversation_text(request, history, user_only=True)
+            )
+        return ArgResult(
+            tool.name,
+            args if err is None else None,
+            gen.text,
+            json_ok,
+            err,
+            repaired,
+            first.ttft_ms,
+            first.total_ms + (gen.total_ms if repaired else 0.0),
+            first.n_prompt,
+        )
 
     @staticmethod
     def _check(tool: Tool, text: str) -> tuple[dict[str, Any] | None, str | None, bool]:

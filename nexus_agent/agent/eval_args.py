@@ -94,21 +94,30 @@ class ItemResult:
     decision: str = ""
 
 
-def run_eval(items: list[dict[str, Any]], profile_tools: list[Tool], router: TurnRouter,
-             engine: Engine, window_turns: int = 4) -> tuple[dict[str, Any], list[ItemResult]]:
+def run_eval(
+    items: list[dict[str, Any]], profile_tools: list[Tool], router: TurnRouter, engine: Engine, window_turns: int = 4
+) -> tuple[dict[str, Any], list[ItemResult]]:
     tools = {t.qualified_name: t for t in profile_tools}
     writer = ArgumentWriter(engine)
     results: list[ItemResult] = []
     for item in items:
-        window = list(item.get("history") or [])[-2 * window_turns:]
+        window = list(item.get("history") or [])[-2 * window_turns :]
         t0 = time.perf_counter()
         route = router.route_turn(item["query"], window)
         route_ms = (time.perf_counter() - t0) * 1000
         accepted = expected_names(item)
         route_ok = (route.tool in accepted) if accepted else route.tool is None
-        res = ItemResult(id=str(item.get("id")), expected=next(iter(sorted(accepted)), None), routed=route.tool,
-                         route_ok=route_ok, arguments=None, json_valid=False, args_ok=False,
-                         latency_ms=route_ms, decision=route.decision)
+        res = ItemResult(
+            id=str(item.get("id")),
+            expected=next(iter(sorted(accepted)), None),
+            routed=route.tool,
+            route_ok=route_ok,
+            arguments=None,
+            json_valid=False,
+            args_ok=False,
+            latency_ms=route_ms,
+            decision=route.decision,
+        )
         if route.tool is not None and route.tool in tools:
             ar = writer.write(tools[route.tool], item["query"], window)
             res.json_valid = ar.json_valid

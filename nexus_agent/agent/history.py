@@ -14,8 +14,26 @@ from nexus_agent.agent.prompts import call_note
 
 SURROGATE_CHARS = 400
 # Fields that identify things users refer back to ("that issue", "there"): kept in surrogates.
-_KEY_FIELDS = ("owner", "repo", "full_name", "name", "login", "number", "title", "state", "path", "sha", "ref",
-               "branch", "html_url", "url", "id", "message", "status", "merged")
+_KEY_FIELDS = (
+    "owner",
+    "repo",
+    "full_name",
+    "name",
+    "login",
+    "number",
+    "title",
+    "state",
+    "path",
+    "sha",
+    "ref",
+    "branch",
+    "html_url",
+    "url",
+    "id",
+    "message",
+    "status",
+    "merged",
+)
 
 
 def _scalar_fields(obj: dict[str, Any]) -> dict[str, Any]:
@@ -46,8 +64,10 @@ def surrogate(text: str, limit: int = SURROGATE_CHARS) -> str:
             s = json.dumps(_scalar_fields(data), ensure_ascii=False)
             return f"{s[:limit]} (object with {len(data)} fields, {len(text)} chars)"
     if isinstance(data, list):
-        heads = [json.dumps(_scalar_fields(x), ensure_ascii=False) if isinstance(x, dict) else json.dumps(x)
-                 for x in data[:3]]
+        heads = [
+            json.dumps(_scalar_fields(x), ensure_ascii=False) if isinstance(x, dict) else json.dumps(x)
+            for x in data[:3]
+        ]
         body = "; ".join(heads)[:limit]
         return f"{len(data)} items: {body}" + (" …" if len(data) > 3 else "")
     head = " ".join(text[:limit].split())

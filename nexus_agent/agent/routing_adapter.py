@@ -38,8 +38,12 @@ class AgentRouter:
 
     def route_turn(self, query: str, window: list[dict[str, str]]) -> RouteOutcome:
         res = self.router.route(query, window)
-        return RouteOutcome(decision=res.decision, tool=res.tool,
-                            candidates=[(c.key, c.score) for c in res.candidates[:5]], latency_ms=res.latency_ms)
+        return RouteOutcome(
+            decision=res.decision,
+            tool=res.tool,
+            candidates=[(c.key, c.score) for c in res.candidates[:5]],
+            latency_ms=res.latency_ms,
+        )
 
     def apply_diff(self, changed: list[Tool], removed: list[str]) -> None:
         """``tools/list_changed``: re-embed only the changed/added tools, drop the removed ones."""
@@ -47,8 +51,9 @@ class AgentRouter:
         self.router.replace_tools(changed)
 
 
-def build_router(tools: Sequence[Tool], engine: Engine | None, embedder: str = DEFAULT_EMBEDDER,
-                 reranker: str | None = "llm-choice") -> AgentRouter:
+def build_router(
+    tools: Sequence[Tool], engine: Engine | None, embedder: str = DEFAULT_EMBEDDER, reranker: str | None = "llm-choice"
+) -> AgentRouter:
     """A router over ``tools``; escalations go to ``reranker`` running on ``engine`` (None: retrieval only)."""
     from nexus_agent.routing.rerank.base import create_reranker
     from nexus_agent.routing.rerank.session import PrefixCachedLLM

@@ -132,8 +132,15 @@ def run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit) -> N
         raise
 
 
-def _run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit, check: Callable[[], None],
-              turn: Turn, partial: list[str]) -> None:
+def _run_turn(
+    deps: TurnDeps,
+    convo: Conversation,
+    request: str,
+    emit: Emit,
+    check: Callable[[], None],
+    turn: Turn,
+    partial: list[str],
+) -> None:
     eng = deps.engine
     with eng.turn():
         window = convo.window(deps.window_turns)
@@ -144,9 +151,14 @@ def _run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit, che
             return
         finally:
             eng.free(SIDECAR)  # the sidecar lives for one turn only
-        emit(RouteEvent(decision=route.decision, tool=route.tool,
-                        candidates=[Candidate(name=n, score=s) for n, s in route.candidates],
-                        latency_ms=route.latency_ms))
+        emit(
+            RouteEvent(
+                decision=route.decision,
+                tool=route.tool,
+                candidates=[Candidate(name=n, score=s) for n, s in route.candidates],
+                latency_ms=route.latency_ms,
+            )
+        )
         if route.tool is not None:
             tool = deps.tools().get(route.tool)
             if tool is None:
@@ -155,8 +167,12 @@ def _run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit, che
             check()
             result = ArgumentWriter(eng).write(tool, request, window)
             if result.arguments is None:
-                emit(ErrorEvent(stage="arguments",
-                                message=f"could not write valid arguments for {tool.name}: {result.schema_error}"))
+                emit(
+                    ErrorEvent(
+                        stage="arguments",
+                        message=f"could not write valid arguments for {tool.name}: {result.schema_error}",
+                    )
+                )
                 return
             args = result.arguments
             annotations = deps.annotations(route.tool)
@@ -166,17 +182,29 @@ def _run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit, che
             # sequentialthinking take counters named like identifiers).
             made_up = ungrounded_identifiers(tool, args, request, window) if may_write else {}
             if made_up:
-                emit(ErrorEvent(stage="arguments", message=(
-                    f"{tool.name} needs {', '.join(made_up)}, which the conversation does not give (the model wrote "
-                    f"{json.dumps(made_up, ensure_ascii=False)}), so it was not run; say which one you mean")))
+                emit(
+                    ErrorEvent(
+                        stage="arguments",
+                        message=(
+                            f"{tool.name} needs {', '.join(made_up)}, which the conversation does not give "
+                            f"(the model wrote {json.dumps(made_up, ensure_ascii=False)}), so it was not run; "
+                            "say which one you mean"
+                        ),
+                    )
+                )
                 return
             confirmed = True
             if may_write and not deps.auto_yes:
                 confirmed = bool(deps.confirm and deps.confirm(route.tool, args, annotations))
             emit(ToolCallEvent(name=tool.name, server=tool.server, arguments=args, confirmed=confirmed))
             if not confirmed:
-                emit(ErrorEvent(stage="confirm", message=f"{tool.name} was not run: it can modify data and "
-                                "was not confirmed (pass --yes to allow such tools)"))
+                emit(
+                    ErrorEvent(
+                        stage="confirm",
+                        message=f"{tool.name} was not run: it can modify data and "
+                        "was not confirmed (pass --yes to allow such tools)",
+                    )
+                )
                 return
             check()
             try:
@@ -189,17 +217,28 @@ def _run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit, che
             emit(ToolResultEvent(name=tool.name, is_error=out.is_error, text=short, chars=len(out.text)))
             data = out.text if len(out.text) <= MAX_TOOL_CHARS else out.text[:MAX_TOOL_CHARS] + " …(truncated)"
             # a write's empty output is its success; a read's means it found nothing, which answers nothing
-            template = (TOOL_ERROR if out.is_error else TOOL_DONE if may_write
-                        else TOOL_EMPTY if carries_nothing(out.text) else TOOL_DATA)
-            answer = template.format(tool=tool.name, args=json.dumps(args, ensure_ascii=False), data=data,
-                                     request=request)
+            template = (
+                TOOL_ERROR
+                if out.is_error
+                else TOOL_DONE
+                if may_write
+                else TOOL_EMPTY
+                if carries_nothing(out.text)
+                else TOOL_DATA
+            )
+            answer = template.format(
+                tool=tool.name, args=json.dumps(args, ensure_ascii=False), data=data, request=request
+            )
             messages = [{"role": "system", "content": SYSTEM_MAIN}, *window, {"role": "user", "content": answer}]
             seq = MAIN
         else:
             # No tool: answer in the sidecar under the system prompt without the JSON-argument rules (see
             # prompts.NO_TOOL), so the main context keeps its cached prefix for the next turn.
-            messages = [{"role": "system", "content": SYSTEM_CHAT}, *window,
-                        {"role": "user", "content": NO_TOOL.format(request=request)}]
+            messages = [
+                {"role": "system", "content": SYSTEM_CHAT},
+                *window,
+                {"role": "user", "content": NO_TOOL.format(request=request)},
+            ]
             seq = SIDECAR
 
         def on_token(text: str) -> None:

@@ -47,10 +47,12 @@ def eval_args(
         engine.close()
     summary["model"] = model or DEFAULT_MODEL
     lo, hi = summary["end_to_end_accuracy_ci95"]
-    print(f"eval-args n={summary['n']} routing={summary['routing_accuracy']:.3f} "
-          f"args|routed={summary['arg_accuracy_on_routed']:.3f} e2e={summary['end_to_end_accuracy']:.3f} "
-          f"[{lo:.3f}, {hi:.3f}] json_valid={summary['json_valid_rate']:.3f} "
-          f"p50={summary['latency_ms_p50']:.0f} ms")
+    print(
+        f"eval-args n={summary['n']} routing={summary['routing_accuracy']:.3f} "
+        f"args|routed={summary['arg_accuracy_on_routed']:.3f} e2e={summary['end_to_end_accuracy']:.3f} "
+        f"[{lo:.3f}, {hi:.3f}] json_valid={summary['json_valid_rate']:.3f} "
+        f"p50={summary['latency_ms_p50']:.0f} ms"
+    )
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(to_json(summary, results), indent=1, ensure_ascii=False))

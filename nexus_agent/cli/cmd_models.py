@@ -26,8 +26,14 @@ def list_models() -> None:
     for col in ("name", "kind", "model", "size", "status", "path"):
         table.add_column(col)
     for st in models.status():
-        table.add_row(st.name, st.kind, st.title, _human(st.size) if st.size else "-",
-                      "[green]ready[/green]" if st.present else "[yellow]missing[/yellow]", str(st.path))
+        table.add_row(
+            st.name,
+            st.kind,
+            st.title,
+            _human(st.size) if st.size else "-",
+            "[green]ready[/green]" if st.present else "[yellow]missing[/yellow]",
+            str(st.path),
+        )
     Console().print(table)
 
 
@@ -46,8 +52,14 @@ def fetch(
             if not quiet:
                 _err.print(f"{name}: ready at {models.model_path(models.CATALOG[name])}")
             continue
-        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(),
-                      TimeRemainingColumn(), console=_err, disable=quiet) as bar:
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TimeRemainingColumn(),
+            console=_err,
+            disable=quiet,
+        ) as bar:
             task = bar.add_task(name, total=models.expected_bytes(name) or None)
 
             def advance(n: int, bar: Progress = bar, task: TaskID = task) -> None:

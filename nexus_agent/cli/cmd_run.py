@@ -233,8 +233,9 @@ def run(
         _err.print("[red]error:[/red] give --mcp PRESET (e.g. --mcp github) and/or --config FILE")
         raise typer.Exit(2)
     try:
-        cfg = AgentConfig(model=model or DEFAULT_MODEL, mcp=mcp, config_file=config, yes=yes, embedder=embedder,
-                          n_ctx=n_ctx)
+        cfg = AgentConfig(
+            model=model or DEFAULT_MODEL, mcp=mcp, config_file=config, yes=yes, embedder=embedder, n_ctx=n_ctx
+        )
     except ValidationError as e:
         _err.print(f"[red]error:[/red] bad option: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}")
         raise typer.Exit(2) from e

@@ -78,8 +78,15 @@ class Engine:
         self.model = LlamaModel(cfg.model)
         self.ctx = LlamaContext(
             self.model,
-            ContextConfig(n_ctx=cfg.n_ctx, n_batch=cfg.n_batch, n_ubatch=cfg.n_batch, n_seq_max=N_SEQ,
-                          kv_unified=True, flash_attn=cfg.flash_attn, n_threads=cfg.n_threads),
+            ContextConfig(
+                n_ctx=cfg.n_ctx,
+                n_batch=cfg.n_batch,
+                n_ubatch=cfg.n_batch,
+                n_seq_max=N_SEQ,
+                kv_unified=True,
+                flash_attn=cfg.flash_attn,
+                n_threads=cfg.n_threads,
+            ),
         )
         self._lock = threading.RLock()
         self._seqs = [_SeqCache() for _ in range(N_SEQ)]

@@ -24,8 +24,15 @@ class Sampler:
     (GBNF text with a ``root`` rule). ``repeat_penalty`` > 1 penalises tokens seen in the last
     ``repeat_last_n`` tokens."""
 
-    def __init__(self, model: LlamaModel, grammar: str | None = None, temperature: float = 0.0,
-                 seed: int = 0, repeat_penalty: float = 1.0, repeat_last_n: int = 64) -> None:
+    def __init__(
+        self,
+        model: LlamaModel,
+        grammar: str | None = None,
+        temperature: float = 0.0,
+        seed: int = 0,
+        repeat_penalty: float = 1.0,
+        repeat_last_n: int = 64,
+    ) -> None:
         params = L.llama_sampler_chain_default_params()
         self._chain = L.llama_sampler_chain_init(params)
         if grammar is not None:

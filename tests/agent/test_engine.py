@@ -107,8 +107,10 @@ def test_the_llm_decision_keeps_its_system_prompt_in_the_sidecar_across_turns(en
     from nexus_agent.routing.rerank.session import PrefixCachedLLM
 
     schema = {"type": "object", "properties": {}}
-    cands = [Tool("time", "get_current_time", "Get the current time in a time zone.", schema),
-             Tool("slack", "slack_post_message", "Post a message to a Slack channel.", schema)]
+    cands = [
+        Tool("time", "get_current_time", "Get the current time in a time zone.", schema),
+        Tool("slack", "slack_post_message", "Post a message to a Slack channel.", schema),
+    ]
     with engine.turn():
         engine.free(SIDECAR)
         rr = LLMChoiceReranker(llm=PrefixCachedLLM(engine=engine, seq=SIDECAR))

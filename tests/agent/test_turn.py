@@ -49,8 +49,15 @@ def chats(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return seen
 
 
-def _deps(engine: Engine, router: AgentRouter, tools: dict[str, Tool], calls: list[Any], result: Any = None,
-          confirm: bool = False, yes: bool = False) -> TurnDeps:
+def _deps(
+    engine: Engine,
+    router: AgentRouter,
+    tools: dict[str, Tool],
+    calls: list[Any],
+    result: Any = None,
+    confirm: bool = False,
+    yes: bool = False,
+) -> TurnDeps:
     def call_tool(name: str, args: dict[str, Any]) -> CallResult:
         calls.append((name, args))
         if isinstance(result, Exception):
@@ -58,18 +65,30 @@ def _deps(engine: Engine, router: AgentRouter, tools: dict[str, Tool], calls: li
         return result
 
     annotations = {"github__get_me": {"readOnlyHint": True}}
-    return TurnDeps(engine=engine, router=router, tools=lambda: tools, annotations=annotations.get,
-                    call_tool=call_tool, confirm=lambda *a: confirm, auto_yes=yes)
+    return TurnDeps(
+        engine=engine,
+        router=router,
+        tools=lambda: tools,
+        annotations=annotations.get,
+        call_tool=call_tool,
+        confirm=lambda *a: confirm,
+        auto_yes=yes,
+    )
 
 
-def test_read_only_tool_runs_and_history_keeps_only_a_surrogate(engine: Engine, router: AgentRouter,
-                                                                 tools: dict[str, Tool]) -> None:
+def test_read_only_tool_runs_and_history_keeps_only_a_surrogate(
+    engine: Engine, router: AgentRouter, tools: dict[str, Tool]
+) -> None:
     payload = json.dumps({"login": "octo-dev", "name": "Octo Dev", "bio": "x" * 5000})
     calls: list[Any] = []
     convo = Conversation()
     events: list[Event] = []
-    run_turn(_deps(engine, router, tools, calls, CallResult(payload, False)), convo,
-             "show my GitHub user profile (get me)", events.append)
+    run_turn(
+        _deps(engine, router, tools, calls, CallResult(payload, False)),
+        convo,
+        "show my GitHub user profile (get me)",
+        events.append,
+    )
     kinds = [e.type for e in events]
     assert kinds[0] == "route" and kinds[-1] == "answer", kinds
     route = events[0]
@@ -83,8 +102,9 @@ def test_read_only_tool_runs_and_history_keeps_only_a_surrogate(engine: Engine, 
     assert "x" * 1000 not in json.dumps(convo.window())
 
 
-def test_tool_that_may_write_is_not_run_without_confirmation(engine: Engine, router: AgentRouter,
-                                                             tools: dict[str, Tool]) -> None:
+def test_tool_that_may_write_is_not_run_without_confirmation(
+    engine: Engine, router: AgentRouter, tools: dict[str, Tool]
+) -> None:
     calls: list[Any] = []
     convo = Conversation()
     events: list[Event] = []
@@ -92,8 +112,12 @@ def test_tool_that_may_write_is_not_run_without_confirmation(engine: Engine, rou
     assert needs_confirmation(annotations) and needs_confirmation(None)
     assert not needs_confirmation({"readOnlyHint": True})
     assert needs_confirmation({"readOnlyHint": True, "destructiveHint": True})
-    run_turn(_deps(engine, router, tools, calls, CallResult("{}", False)), convo,
-             "delete the file docs/old.md from acme/api on branch main", events.append)
+    run_turn(
+        _deps(engine, router, tools, calls, CallResult("{}", False)),
+        convo,
+        "delete the file docs/old.md from acme/api on branch main",
+        events.append,
+    )
     route = events[0]
     assert route.type == "route" and route.tool is not None
     if any(e.type == "tool_call" for e in events):  # arguments were valid: the call must be held back
@@ -105,64 +129,103 @@ def test_tool_that_may_write_is_not_run_without_confirmation(engine: Engine, rou
 
 
 def test_a_call_that_changed_something_is_answered_as_done_a_read_as_data(
-        engine: Engine, router: AgentRouter, tools: dict[str, Tool], chats: list[Any]) -> None:
+    engine: Engine, router: AgentRouter, tools: dict[str, Tool], chats: list[Any]
+) -> None:
     calls: list[Any] = []
     events: list[Event] = []
     # create_repository may write (no readOnlyHint); allowed with --yes
-    run_turn(_deps(engine, router, tools, calls, CallResult('{"full_name": "octo-dev/demo"}', False), yes=True),
-             Conversation(), "create a new repository called demo", events.append)
+    run_turn(
+        _deps(engine, router, tools, calls, CallResult('{"full_name": "octo-dev/demo"}', False), yes=True),
+        Conversation(),
+        "create a new repository called demo",
+        events.append,
+    )
     assert [c[0] for c in calls] == ["github__create_repository"], events
     assert events[-1].type == "answer"
     assert "it succeeded" in chats[-1][-1]["content"] and "what was done" in chats[-1][-1]["content"]
-    run_turn(_deps(engine, router, tools, calls, CallResult('{"login": "octo-dev"}', False)), Conversation(),
-             "show my GitHub user profile (get me)", events.append)
+    run_turn(
+        _deps(engine, router, tools, calls, CallResult('{"login": "octo-dev"}', False)),
+        Conversation(),
+        "show my GitHub user profile (get me)",
+        events.append,
+    )
     assert calls[-1][0] == "github__get_me" and "it succeeded" not in chats[-1][-1]["content"]  # read-only: data
 
 
 def test_a_read_that_found_nothing_is_answered_from_the_empty_result_prompt(
-        engine: Engine, router: AgentRouter, tools: dict[str, Tool], chats: list[Any]) -> None:
+    engine: Engine, router: AgentRouter, tools: dict[str, Tool], chats: list[Any]
+) -> None:
     calls: list[Any] = []
     events: list[Event] = []
     empty = CallResult('{"total_count": 0, "incomplete_results": false, "items": []}', False)
-    run_turn(_deps(engine, router, tools, calls, empty), Conversation(), "show my GitHub user profile (get me)",
-             events.append)
+    run_turn(
+        _deps(engine, router, tools, calls, empty),
+        Conversation(),
+        "show my GitHub user profile (get me)",
+        events.append,
+    )
     assert calls[-1][0] == "github__get_me" and events[-1].type == "answer"
     assert "returned nothing" in chats[-1][-1]["content"]
     # a write's empty output is its success, not "nothing found"
-    run_turn(_deps(engine, router, tools, calls, CallResult("", False), yes=True), Conversation(),
-             "create a new repository called demo", events.append)
+    run_turn(
+        _deps(engine, router, tools, calls, CallResult("", False), yes=True),
+        Conversation(),
+        "create a new repository called demo",
+        events.append,
+    )
     assert calls[-1][0] == "github__create_repository"
     assert "it succeeded" in chats[-1][-1]["content"] and "returned nothing" not in chats[-1][-1]["content"]
 
 
 def test_empty_results_are_told_from_objects_that_lack_a_field() -> None:
-    for text in ("", "  ", "[]", "{}", '{"total_count": 0, "incomplete_results": false, "items": []}',
-                 '{"data": {"nodes": [], "cursor": null}}'):
+    for text in (
+        "",
+        "  ",
+        "[]",
+        "{}",
+        '{"total_count": 0, "incomplete_results": false, "items": []}',
+        '{"data": {"nodes": [], "cursor": null}}',
+    ):
         assert carries_nothing(text), text
-    for text in ('{"title": "Fix", "labels": []}', '[{"number": 1}]', '{"total_count": 3, "items": []}',
-                 "No issues found", '{"query": "x", "items": []}', "0", '{"count": 0}', "null"):
+    for text in (
+        '{"title": "Fix", "labels": []}',
+        '[{"number": 1}]',
+        '{"total_count": 3, "items": []}',
+        "No issues found",
+        '{"query": "x", "items": []}',
+        "0",
+        '{"count": 0}',
+        "null",
+    ):
         assert not carries_nothing(text), text
 
 
-def test_crashed_tool_gives_an_error_and_keeps_the_conversation(engine: Engine, router: AgentRouter,
-                                                                tools: dict[str, Tool]) -> None:
+def test_crashed_tool_gives_an_error_and_keeps_the_conversation(
+    engine: Engine, router: AgentRouter, tools: dict[str, Tool]
+) -> None:
     calls: list[Any] = []
     convo = Conversation()
     events: list[Event] = []
-    run_turn(_deps(engine, router, tools, calls, RuntimeError("server 'github' crashed again after a restart")),
-             convo, "show my GitHub user profile (get me)", events.append)
+    run_turn(
+        _deps(engine, router, tools, calls, RuntimeError("server 'github' crashed again after a restart")),
+        convo,
+        "show my GitHub user profile (get me)",
+        events.append,
+    )
     assert events[-1].type == "error"
     assert events[-1].stage == "tool" and "crashed" in events[-1].message  # type: ignore[union-attr]
     assert convo.turns == []
 
 
 def test_answer_without_a_tool_is_written_in_the_sidecar_without_the_argument_rules(
-        engine: Engine, router: AgentRouter, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch) -> None:
+    engine: Engine, router: AgentRouter, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen: list[tuple[str, Any]] = []
     real_chat, real_generate, real_free = engine.tokenize_chat, engine.generate, engine.free
     monkeypatch.setattr(engine, "tokenize_chat", lambda m, *a, **k: seen.append(("chat", m)) or real_chat(m, *a, **k))
-    monkeypatch.setattr(engine, "generate",
-                        lambda p, *a, **k: seen.append(("generate", k.get("seq"))) or real_generate(p, *a, **k))
+    monkeypatch.setattr(
+        engine, "generate", lambda p, *a, **k: seen.append(("generate", k.get("seq"))) or real_generate(p, *a, **k)
+    )
     monkeypatch.setattr(engine, "free", lambda seq: seen.append(("free", seq)) or real_free(seq))
     calls: list[Any] = []
     convo = Conversation()
@@ -190,8 +253,9 @@ def _cancel_at(kind: str, events: list[Event]) -> tuple[Any, Any]:
     return emit, lambda: seen["stop"]
 
 
-def _cancelled_turn(engine: Engine, router: AgentRouter, tools: dict[str, Tool], kind: str,
-                    request: str) -> tuple[list[Any], Conversation, list[Event]]:
+def _cancelled_turn(
+    engine: Engine, router: AgentRouter, tools: dict[str, Tool], kind: str, request: str
+) -> tuple[list[Any], Conversation, list[Event]]:
     """Run a get_me turn whose consumer stops at the first ``kind`` event: (tool calls, conversation, events)."""
     calls: list[Any] = []
     convo = Conversation()
@@ -204,19 +268,23 @@ def _cancelled_turn(engine: Engine, router: AgentRouter, tools: dict[str, Tool],
     return calls, convo, events
 
 
-def test_turn_cancelled_before_its_tool_runs_changes_nothing(engine: Engine, router: AgentRouter,
-                                                             tools: dict[str, Tool]) -> None:
+def test_turn_cancelled_before_its_tool_runs_changes_nothing(
+    engine: Engine, router: AgentRouter, tools: dict[str, Tool]
+) -> None:
     request = "show my GitHub user profile (get me)"
     fresh: list[Event] = []
-    run_turn(_deps(engine, router, tools, [], CallResult('{"login": "octo-dev"}', False)), Conversation(), request,
-             fresh.append)
+    run_turn(
+        _deps(engine, router, tools, [], CallResult('{"login": "octo-dev"}', False)),
+        Conversation(),
+        request,
+        fresh.append,
+    )
     calls, convo, events = _cancelled_turn(engine, router, tools, "route", request)
     assert [e.type for e in events] == ["route"]
     assert calls == [] and convo.turns == []
     # the engine is left usable and its cache consistent: the same turn now gives what it gave before
     again: list[Event] = []
-    run_turn(_deps(engine, router, tools, [], CallResult('{"login": "octo-dev"}', False)), convo, request,
-             again.append)
+    run_turn(_deps(engine, router, tools, [], CallResult('{"login": "octo-dev"}', False)), convo, request, again.append)
 
     def outcome(evs: list[Event]) -> list[Any]:  # everything but timings
         return [e.model_dump(exclude={"latency_ms"}) for e in evs]
@@ -225,8 +293,9 @@ def test_turn_cancelled_before_its_tool_runs_changes_nothing(engine: Engine, rou
     assert fresh[-1].type == "answer" and len(convo.turns) == 1
 
 
-def test_turn_cancelled_after_its_tool_ran_is_kept_and_marked_interrupted(engine: Engine, router: AgentRouter,
-                                                                          tools: dict[str, Tool]) -> None:
+def test_turn_cancelled_after_its_tool_ran_is_kept_and_marked_interrupted(
+    engine: Engine, router: AgentRouter, tools: dict[str, Tool]
+) -> None:
     calls, convo, events = _cancelled_turn(engine, router, tools, "token", "show my GitHub user profile (get me)")
     assert calls == [("github__get_me", {})]
     kinds = [e.type for e in events]
@@ -247,9 +316,12 @@ def test_surrogate_keeps_identifying_fields() -> None:
 
 def test_list_changed_diff_updates_routing_incrementally(tools: dict[str, Tool]) -> None:
     router = build_router(list(tools.values()), None, "minilm", reranker=None)
-    forecast = Tool(server="weather", name="get_forecast", description="Get the weather forecast for a city",
-                    input_schema={"type": "object", "properties": {"city": {"type": "string"}},
-                                  "required": ["city"]})
+    forecast = Tool(
+        server="weather",
+        name="get_forecast",
+        description="Get the weather forecast for a city",
+        input_schema={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    )
     query = "what's the weather forecast for Lisbon tomorrow?"
     assert router.route_turn(query, []).tool != "weather__get_forecast"
     router.apply_diff([forecast], [])

@@ -76,8 +76,12 @@ def test_bad_calls_raise_clear_errors(tiny_model: LlamaModel) -> None:
 
 
 def test_grammar_constrains_even_a_random_model(tiny_model: LlamaModel) -> None:
-    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
-              "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+        "additionalProperties": False,
+    }
     gbnf = json_schema_to_gbnf(json.dumps(schema))
     toks = tiny_model.tokenize("{")
     with LlamaContext(tiny_model, EXACT) as ctx, Sampler(tiny_model, grammar=gbnf) as s:
@@ -103,8 +107,12 @@ def test_real_model_answers_and_emits_schema_valid_json() -> None:
         msgs = [{"role": "user", "content": "Create a private repository named nexus-demo. Reply in JSON."}]
         prompt = m.tokenize(m.apply_chat_template(msgs))
         assert prompt[0] == m.tokenize("<|im_start|>")[0]
-        schema = {"type": "object", "properties": {"name": {"type": "string"}, "private": {"type": "boolean"}},
-                  "required": ["name", "private"], "additionalProperties": False}
+        schema = {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "private": {"type": "boolean"}},
+            "required": ["name", "private"],
+            "additionalProperties": False,
+        }
         with Sampler(m, grammar=json_schema_to_gbnf(json.dumps(schema))) as s:
             ctx.decode(prompt, 0)
             pos, out = len(prompt), []

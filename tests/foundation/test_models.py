@@ -79,7 +79,11 @@ def test_missing_member_names_the_package(isolated_home: Path) -> None:
 
 def test_missing_package_names_the_package(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bogus = catalog.ModelSpec(
-        name="bogus", title="bogus", kind="test", assembly="concat", filename="bogus.gguf",
+        name="bogus",
+        title="bogus",
+        kind="test",
+        assembly="concat",
+        filename="bogus.gguf",
         parts=(catalog.Part("nexus-agent-no-such-part-package", "9.9.9", "x.bin", 1, ""),),
     )
     monkeypatch.setitem(models.CATALOG, "bogus", bogus)

@@ -9,8 +9,9 @@ from nexus_agent.mcp.tools import ToolResult
 
 
 def test_text_blocks_are_read_and_other_results_fall_back_to_their_json() -> None:
-    text = ToolResult("s", "t", [{"type": "text", "text": "a"}, {"type": "image", "data": "x"},
-                                 {"type": "text", "text": "b"}])
+    text = ToolResult(
+        "s", "t", [{"type": "text", "text": "a"}, {"type": "image", "data": "x"}, {"type": "text", "text": "b"}]
+    )
     assert text.readable() == "a\nb"
     # structured content without a text block: the structure, not the empty block list (which reads as "nothing")
     structured = ToolResult("s", "t", [], structured={"temperature": 33, "conditions": "Cloudy"})

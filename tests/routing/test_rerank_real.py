@@ -62,8 +62,15 @@ def test_choice_takes_a_generic_write_tool_for_a_change_it_does_not_name(registr
     # "shut it" is a state change that only issue_write (create or update an issue) makes; with the instructions
     # alone (no worked examples) qwen1.5b answered "none" here
     reg = load_registry(registry_dir)
-    names = ("assign_copilot_to_issue", "add_issue_comment", "label_write", "issue_read", "search_issues",
-             "issue_write", "list_issues")
+    names = (
+        "assign_copilot_to_issue",
+        "add_issue_comment",
+        "label_write",
+        "issue_read",
+        "search_issues",
+        "issue_write",
+        "list_issues",
+    )
     cands = [reg.tools[f"github__{n}"] for n in names]
     rr = LLMChoiceReranker(llm=PrefixCachedLLM("qwen1.5b", n_ctx=2048, n_threads=2))
     assert rr.rerank("we're not going to fix acme/api#12, shut it", cands).choice == "github__issue_write"

@@ -62,8 +62,9 @@ def test_a_build_from_another_recipe_is_not_current(tmp_path: Path, monkeypatch:
     assert "stamp" in (models.store.why_absent(spec) or "")
 
 
-def test_a_retrain_says_why_before_it_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_retrain_says_why_before_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("NEXUS_HOME", str(tmp_path))
     spec = models.CATALOG["minilm-tools"]
     path = models.store.model_path(spec)

@@ -51,6 +51,4 @@ def git(data_dir: Path, repo: str, *args: str) -> str:
     """Run git directly against a sandbox repository (bypassing the server) and return stdout."""
     owner, name = repo.split("/")
     git_dir = data_dir / "repos" / owner / f"{name}.git"
-    return subprocess.run(
-        ["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True, check=True
-    ).stdout
+    return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True, check=True).stdout

@@ -37,9 +37,18 @@ def _wait_listening(proc: subprocess.Popen[bytes], port: int) -> None:
 async def test_streamable_http(tmp_path: Path) -> None:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nexus_agent.sandbox.github", "--http", "--port", str(port),
-         "--data-dir", str(tmp_path / "gh")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "nexus_agent.sandbox.github",
+            "--http",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(tmp_path / "gh"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         _wait_listening(proc, port)
@@ -50,8 +59,9 @@ async def test_streamable_http(tmp_path: Path) -> None:
             assert len(tools) == 86
             me = await call_ok(s, "get_me")
             assert me["login"] == "octo-dev"
-            created = await call_ok(s, "issue_write", method="create", owner="acme", repo="web",
-                                    title="Served over HTTP")
+            created = await call_ok(
+                s, "issue_write", method="create", owner="acme", repo="web", title="Served over HTTP"
+            )
             number = int(created["url"].rsplit("/", 1)[1])
             issue = await call_ok(s, "issue_read", method="get", owner="acme", repo="web", issue_number=number)
             assert issue["title"] == "Served over HTTP"

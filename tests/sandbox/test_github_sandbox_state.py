@@ -14,8 +14,12 @@ from nexus_agent.sandbox.github.server import GitHubSandboxServer, open_sandbox
 
 def _main_sha(data_dir: Path, repo: str) -> str:
     owner, name = repo.split("/")
-    return subprocess.run(["git", f"--git-dir={data_dir / 'repos' / owner / f'{name}.git'}", "rev-parse", "main"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", f"--git-dir={data_dir / 'repos' / owner / f'{name}.git'}", "rev-parse", "main"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def test_seed_is_deterministic(tmp_path: Path) -> None:
@@ -36,8 +40,16 @@ def test_same_calls_give_same_commits(tmp_path: Path) -> None:
         sb = open_sandbox(tmp_path / run)
         try:
             server = GitHubSandboxServer(sb)
-            result = server.call("push_files", {"owner": "acme", "repo": "web", "branch": "main", "message": "m",
-                                                "files": [{"path": "x.txt", "content": "x"}]})
+            result = server.call(
+                "push_files",
+                {
+                    "owner": "acme",
+                    "repo": "web",
+                    "branch": "main",
+                    "message": "m",
+                    "files": [{"path": "x.txt", "content": "x"}],
+                },
+            )
             assert not result.isError
             heads.append(_main_sha(tmp_path / run, "acme/web"))
         finally:
@@ -80,8 +92,17 @@ def test_failed_call_rolls_back_database_changes(tmp_path: Path) -> None:
         # The assignee check fails after nothing was written; an unknown label would be created first
         # if the order were different, so check that no label leaked either.
         labels_before = len(sb.store.labels(sb.store.repo("acme", "web").id))
-        result = server.call("issue_write", {"method": "create", "owner": "acme", "repo": "web", "title": "t",
-                                             "labels": ["brand-new"], "assignees": ["nobody-here"]})
+        result = server.call(
+            "issue_write",
+            {
+                "method": "create",
+                "owner": "acme",
+                "repo": "web",
+                "title": "t",
+                "labels": ["brand-new"],
+                "assignees": ["nobody-here"],
+            },
+        )
         assert result.isError
         assert len(sb.store.issues()) == before
         assert len(sb.store.labels(sb.store.repo("acme", "web").id)) == labels_before
@@ -94,12 +115,17 @@ def test_rebase_merge_replays_commits(tmp_path: Path) -> None:
     try:
         server = GitHubSandboxServer(sb)
         base = _main_sha(tmp_path / "gh", "acme/api")
-        result = server.call("merge_pull_request", {"owner": "acme", "repo": "api", "pullNumber": 5,
-                                                    "merge_method": "rebase"})
+        result = server.call(
+            "merge_pull_request", {"owner": "acme", "repo": "api", "pullNumber": 5, "merge_method": "rebase"}
+        )
         assert not result.isError
         git_dir = tmp_path / "gh" / "repos" / "acme" / "api.git"
-        log = subprocess.run(["git", f"--git-dir={git_dir}", "log", "--format=%s|%P", f"{base}..main"],
-                             capture_output=True, text=True, check=True).stdout.splitlines()
+        log = subprocess.run(
+            ["git", f"--git-dir={git_dir}", "log", "--format=%s|%P", f"{base}..main"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
         assert [line.split("|")[0] for line in log] == ["Rate-limit /me", "Add token bucket"]
         assert all(len(line.split("|")[1].split()) == 1 for line in log)  # linear, no merge commit
         read = server.call("pull_request_read", {"method": "get", "owner": "acme", "repo": "api", "pullNumber": 5})
@@ -112,8 +138,16 @@ def test_code_and_commit_search_respect_repo_and_org_qualifiers(tmp_path: Path) 
     sb = open_sandbox(tmp_path / "gh")
     try:
         server = GitHubSandboxServer(sb)
-        pushed = server.call("push_files", {"owner": "acme", "repo": "web", "branch": "main", "message": "zebrafish",
-                                            "files": [{"path": "notes/zebra.txt", "content": "zebrafish here"}]})
+        pushed = server.call(
+            "push_files",
+            {
+                "owner": "acme",
+                "repo": "web",
+                "branch": "main",
+                "message": "zebrafish",
+                "files": [{"path": "notes/zebra.txt", "content": "zebrafish here"}],
+            },
+        )
         assert not pushed.isError
         code = json.loads(text_of(server.call("search_code", {"query": "zebrafish"})))
         assert [(i["repository"], i["path"]) for i in code["items"]] == [("acme/web", "notes/zebra.txt")]

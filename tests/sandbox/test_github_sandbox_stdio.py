@@ -68,9 +68,17 @@ async def test_get_file_contents_returns_text_and_embedded_resource(data_dir: Pa
 
 async def test_issue_lifecycle(data_dir: Path) -> None:
     async with stdio_session(data_dir) as s:
-        created = await call_ok(s, "issue_write", method="create", owner="acme", repo="api",
-                                title="Webhook retries hammer the database", body="Retries have no backoff.",
-                                labels=["bug"], assignees=["alice-lee"])
+        created = await call_ok(
+            s,
+            "issue_write",
+            method="create",
+            owner="acme",
+            repo="api",
+            title="Webhook retries hammer the database",
+            body="Retries have no backoff.",
+            labels=["bug"],
+            assignees=["alice-lee"],
+        )
         number = int(created["url"].rsplit("/", 1)[1])
 
         listed = await call_ok(s, "list_issues", owner="acme", repo="api", state="OPEN")
@@ -78,15 +86,24 @@ async def test_issue_lifecycle(data_dir: Path) -> None:
         found = await call_ok(s, "search_issues", query="webhook retries backoff", owner="acme", repo="api")
         assert found["items"][0]["number"] == number
 
-        await call_ok(s, "add_issue_comment", owner="acme", repo="api", issue_number=number,
-                      body="Adding exponential backoff.")
-        comments = await call_ok(s, "issue_read", method="get_comments", owner="acme", repo="api",
-                                 issue_number=number)
+        await call_ok(
+            s, "add_issue_comment", owner="acme", repo="api", issue_number=number, body="Adding exponential backoff."
+        )
+        comments = await call_ok(s, "issue_read", method="get_comments", owner="acme", repo="api", issue_number=number)
         assert [c["body"] for c in comments] == ["Adding exponential backoff."]
         assert comments[0]["user"]["login"] == "octo-dev"
 
-        await call_ok(s, "issue_write", method="update", owner="acme", repo="api", issue_number=number,
-                      labels=["bug", "priority:high"], state="closed", state_reason="completed")
+        await call_ok(
+            s,
+            "issue_write",
+            method="update",
+            owner="acme",
+            repo="api",
+            issue_number=number,
+            labels=["bug", "priority:high"],
+            state="closed",
+            state_reason="completed",
+        )
         issue = await call_ok(s, "issue_read", method="get", owner="acme", repo="api", issue_number=number)
         assert issue["state"] == "closed"
         assert issue["state_reason"] == "completed"
@@ -103,21 +120,39 @@ async def test_branch_commit_pull_request_diff_merge(data_dir: Path) -> None:
     async with stdio_session(data_dir) as s:
         main_before = git(data_dir, "acme/docs", "rev-parse", "main").strip()
         await call_ok(s, "create_branch", owner="acme", repo="docs", branch="fix/install-command")
-        page = await s.call_tool("get_file_contents", {"owner": "acme", "repo": "docs",
-                                                       "path": "docs/getting-started.md", "ref": "fix/install-command"})
+        page = await s.call_tool(
+            "get_file_contents",
+            {"owner": "acme", "repo": "docs", "path": "docs/getting-started.md", "ref": "fix/install-command"},
+        )
         blob_sha = text_of(page).split("SHA: ")[1].rstrip(")")
         resource = page.content[1]
         assert isinstance(resource, types.EmbeddedResource)
         assert isinstance(resource.resource, types.TextResourceContents)
         new_text = resource.resource.text.replace("acme-client==0.1", "acme-client==0.3")
-        written = await call_ok(s, "create_or_update_file", owner="acme", repo="docs", path="docs/getting-started.md",
-                                branch="fix/install-command", message="Install acme-client 0.3", content=new_text,
-                                sha=blob_sha)
+        written = await call_ok(
+            s,
+            "create_or_update_file",
+            owner="acme",
+            repo="docs",
+            path="docs/getting-started.md",
+            branch="fix/install-command",
+            message="Install acme-client 0.3",
+            content=new_text,
+            sha=blob_sha,
+        )
         assert written["commit"]["message"] == "Install acme-client 0.3"
         assert git(data_dir, "acme/docs", "rev-parse", "main").strip() == main_before  # other branch untouched
 
-        pr = await call_ok(s, "create_pull_request", owner="acme", repo="docs", title="Update install command",
-                           head="fix/install-command", base="main", body="Fixes #1")
+        pr = await call_ok(
+            s,
+            "create_pull_request",
+            owner="acme",
+            repo="docs",
+            title="Update install command",
+            head="fix/install-command",
+            base="main",
+            body="Fixes #1",
+        )
         number = int(pr["url"].rsplit("/", 1)[1])
         diff = await call_ok(s, "pull_request_read", method="get_diff", owner="acme", repo="docs", pullNumber=number)
         assert diff == git(data_dir, "acme/docs", "diff", "--full-index", "-M", "main", "fix/install-command")
@@ -141,8 +176,10 @@ async def test_branch_commit_pull_request_diff_merge(data_dir: Path) -> None:
         after = await call_ok(s, "pull_request_read", method="get", owner="acme", repo="docs", pullNumber=number)
         assert after["merged"] is True and after["state"] == "closed" and after["merged_by"] == "octo-dev"
         # The diff of a merged PR stays what was merged.
-        assert await call_ok(s, "pull_request_read", method="get_diff", owner="acme", repo="docs",
-                             pullNumber=number) == diff
+        assert (
+            await call_ok(s, "pull_request_read", method="get_diff", owner="acme", repo="docs", pullNumber=number)
+            == diff
+        )
         # "Fixes #1" closed the issue when the PR landed on the default branch.
         issue = await call_ok(s, "issue_read", method="get", owner="acme", repo="docs", issue_number=1)
         assert issue["state"] == "closed"
@@ -162,11 +199,28 @@ async def test_squash_merge_of_seeded_pull_request(data_dir: Path) -> None:
 
 async def test_existing_file_needs_matching_sha(data_dir: Path) -> None:
     async with stdio_session(data_dir) as s:
-        err = await call_err(s, "create_or_update_file", owner="acme", repo="web", path="README.md", branch="main",
-                             message="x", content="y")
+        err = await call_err(
+            s,
+            "create_or_update_file",
+            owner="acme",
+            repo="web",
+            path="README.md",
+            branch="main",
+            message="x",
+            content="y",
+        )
         assert "sha" in err and "409" in err
-        err = await call_err(s, "create_or_update_file", owner="acme", repo="web", path="README.md", branch="main",
-                             message="x", content="y", sha="0" * 40)
+        err = await call_err(
+            s,
+            "create_or_update_file",
+            owner="acme",
+            repo="web",
+            path="README.md",
+            branch="main",
+            message="x",
+            content="y",
+            sha="0" * 40,
+        )
         assert "does not match" in err
 
 

@@ -33,10 +33,27 @@ def test_every_handler_is_a_catalog_tool() -> None:
     handlers = registry()
     assert set(handlers) <= set(catalog.definitions)
     # The core the sandbox promises.
-    for name in ("get_me", "search_repositories", "get_file_contents", "create_or_update_file", "list_branches",
-                 "create_branch", "list_commits", "get_commit", "list_issues", "search_issues", "issue_read",
-                 "issue_write", "add_issue_comment", "list_pull_requests", "search_pull_requests",
-                 "pull_request_read", "create_pull_request", "update_pull_request", "merge_pull_request"):
+    for name in (
+        "get_me",
+        "search_repositories",
+        "get_file_contents",
+        "create_or_update_file",
+        "list_branches",
+        "create_branch",
+        "list_commits",
+        "get_commit",
+        "list_issues",
+        "search_issues",
+        "issue_read",
+        "issue_write",
+        "add_issue_comment",
+        "list_pull_requests",
+        "search_pull_requests",
+        "pull_request_read",
+        "create_pull_request",
+        "update_pull_request",
+        "merge_pull_request",
+    ):
         assert name in handlers, name
 
 
@@ -47,6 +64,7 @@ def test_validation_names_the_bad_argument() -> None:
     assert missing is not None and "missing required argument 'issue_number'" in missing
     wrong = catalog.validate("list_issues", {"owner": "a", "repo": "b", "perPage": 500})
     assert wrong is not None and "argument 'perPage'" in wrong
-    nested = catalog.validate("push_files", {"owner": "a", "repo": "b", "branch": "m", "message": "x",
-                                             "files": [{"path": "p"}]})
+    nested = catalog.validate(
+        "push_files", {"owner": "a", "repo": "b", "branch": "m", "message": "x", "files": [{"path": "p"}]}
+    )
     assert nested is not None and "files.0" in nested and "content" in nested

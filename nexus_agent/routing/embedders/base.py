@@ -59,6 +59,7 @@ class Embedder(ABC):
 # registry tool data beats stock MiniLM and nomic on both dev sets.
 DEFAULT_EMBEDDER = "minilm-tools"
 
+
 def weights_id(path: Path) -> str:
     """Identity of a weights file for :attr:`Embedder.model_id`: name, size and modification time. Size alone is
     not enough: a retrained int8 ONNX of the same architecture has exactly the same size. A copy of the same

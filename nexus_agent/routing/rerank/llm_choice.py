@@ -86,8 +86,10 @@ class LLMChoiceReranker(Reranker):
         self._end = [t for t in ends if t >= 0]
         # the tokens every decision's prompt starts with (the system message), pinned in the LLM's sequence so
         # an agent that frees its sidecar after each turn does not decode them again (Engine.pin)
-        a, b = (self.llm.render([{"role": "system", "content": _SYSTEM}, {"role": "user", "content": u}])
-                for u in ("a", "b"))
+        a, b = (
+            self.llm.render([{"role": "system", "content": _SYSTEM}, {"role": "user", "content": u}])
+            for u in ("a", "b")
+        )
         self.head_tokens = common_prefix_len(a, b)
 
     def rerank(self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()) -> RerankResult:

@@ -18,8 +18,14 @@ from nexus_agent.engine import MAIN, Engine, EngineConfig
 
 
 class PrefixCachedLLM:
-    def __init__(self, model: str = "qwen0.5b", n_ctx: int = 4096, n_threads: int = 2,
-                 engine: Engine | None = None, seq: int = MAIN) -> None:
+    def __init__(
+        self,
+        model: str = "qwen0.5b",
+        n_ctx: int = 4096,
+        n_threads: int = 2,
+        engine: Engine | None = None,
+        seq: int = MAIN,
+    ) -> None:
         self.engine = engine or Engine(EngineConfig(model=model, n_ctx=n_ctx, n_threads=n_threads))
         self.model = self.engine.model
         self.seq = seq

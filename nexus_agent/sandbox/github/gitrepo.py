@@ -175,9 +175,7 @@ class GitRepo:
 
     def tags(self) -> list[tuple[str, str]]:
         """(name, commit sha) for every tag, newest tag name first (GitHub's order for list_tags)."""
-        out = self.git(
-            "for-each-ref", "--sort=-refname", "--format=%(refname:strip=2)%00%(objectname)", "refs/tags"
-        )
+        out = self.git("for-each-ref", "--sort=-refname", "--format=%(refname:strip=2)%00%(objectname)", "refs/tags")
         result = []
         for line in out.splitlines():
             name, _obj = line.split("\0", 1)
@@ -274,9 +272,7 @@ class GitRepo:
         self.set_ref(f"refs/heads/{branch}", sha, parent or ZERO_SHA)
         return sha
 
-    def commit_tree(
-        self, tree: str, parents: list[str], message: str, author: Signature, committer: Signature
-    ) -> str:
+    def commit_tree(self, tree: str, parents: list[str], message: str, author: Signature, committer: Signature) -> str:
         args = ["commit-tree", tree]
         for p in parents:
             args += ["-p", p]
@@ -420,9 +416,13 @@ class GitRepo:
                     )
                     if proc.returncode != 0:
                         raise GitError(f"rebase conflict while applying {c.sha[:7]}: {proc.stderr.decode().strip()}")
-                tip = subprocess.run(
-                    ["git", "-C", str(wt), "rev-parse", "HEAD"], capture_output=True, env=_git_env(), check=True
-                ).stdout.decode().strip()
+                tip = (
+                    subprocess.run(
+                        ["git", "-C", str(wt), "rev-parse", "HEAD"], capture_output=True, env=_git_env(), check=True
+                    )
+                    .stdout.decode()
+                    .strip()
+                )
             finally:
                 self.git("worktree", "remove", "--force", str(wt))
                 self.git("worktree", "prune")

@@ -41,7 +41,9 @@ The Acme public HTTP API.
     python -m api.app
 """
 
-API_README_V2 = API_README + """
+API_README_V2 = (
+    API_README
+    + """
 ## Configuration
 
 | variable | default | meaning |
@@ -49,6 +51,7 @@ API_README_V2 = API_README + """
 | `API_TOKEN_TTL` | `3600` | lifetime of an access token, seconds |
 | `API_PORT` | `8080` | port to listen on |
 """
+)
 
 API_PYPROJECT = """[project]
 name = "acme-api"
@@ -148,15 +151,15 @@ API_AUTH_FIXED = API_AUTH.replace(
     "    if time.time() > issued_at + TOKEN_TTL_S:\n",
 )
 
-API_TEST_AUTH = '''from api.auth import issue_token, verify_token
+API_TEST_AUTH = """from api.auth import issue_token, verify_token
 
 
 def test_fresh_token_is_accepted():
     issue_token("alice", "t1")
     assert verify_token("Bearer t1") == "alice"
-'''
+"""
 
-API_TEST_RATELIMIT = '''from api.ratelimit import TokenBucket
+API_TEST_RATELIMIT = """from api.ratelimit import TokenBucket
 
 
 def test_burst_then_limited():
@@ -166,7 +169,7 @@ def test_burst_then_limited():
     assert not bucket.take()
     t[0] = 1.0
     assert bucket.take()
-'''
+"""
 
 API_CI = """name: ci
 on: [push, pull_request]
@@ -235,7 +238,13 @@ def _labels(sb: Sandbox, repo: Repo, names: list[str]) -> None:
 
 
 def _issue(
-    sb: Sandbox, repo: Repo, title: str, body: str, author: str, labels: list[str], assignees: list[str],
+    sb: Sandbox,
+    repo: Repo,
+    title: str,
+    body: str,
+    author: str,
+    labels: list[str],
+    assignees: list[str],
     comments: tuple[tuple[str, str], ...] = (),
 ) -> Issue:
     issue = sb.store.create_issue(repo.id, title=title, body=body, author=author)
@@ -261,16 +270,48 @@ def seed(sb: Sandbox) -> None:
 
 def _seed(sb: Sandbox) -> None:
     st = sb.store
-    st.add_user(ME, name="Octo Dev", email="octo-dev@acme.example", bio="Backend developer at Acme.",
-                company="@acme", location="Berlin, Germany", blog="https://octo-dev.example")
-    st.add_user("alice-lee", name="Alice Lee", email="alice@acme.example", bio="Security and auth.",
-                company="@acme", location="Lisbon, Portugal")
-    st.add_user("bob-kim", name="Bob Kim", email="bob@acme.example", bio="Frontend and design systems.",
-                company="@acme", location="Seoul, South Korea")
-    st.add_user("carol-ops", name="Carol Ops", email="carol@acme.example", bio="Docs and developer relations.",
-                company="@acme", location="Toronto, Canada")
-    st.add_user("acme", kind="Organization", name="Acme Corp", email="opensource@acme.example",
-                bio="We build the Acme platform.", location="Berlin, Germany", blog="https://acme.example")
+    st.add_user(
+        ME,
+        name="Octo Dev",
+        email="octo-dev@acme.example",
+        bio="Backend developer at Acme.",
+        company="@acme",
+        location="Berlin, Germany",
+        blog="https://octo-dev.example",
+    )
+    st.add_user(
+        "alice-lee",
+        name="Alice Lee",
+        email="alice@acme.example",
+        bio="Security and auth.",
+        company="@acme",
+        location="Lisbon, Portugal",
+    )
+    st.add_user(
+        "bob-kim",
+        name="Bob Kim",
+        email="bob@acme.example",
+        bio="Frontend and design systems.",
+        company="@acme",
+        location="Seoul, South Korea",
+    )
+    st.add_user(
+        "carol-ops",
+        name="Carol Ops",
+        email="carol@acme.example",
+        bio="Docs and developer relations.",
+        company="@acme",
+        location="Toronto, Canada",
+    )
+    st.add_user(
+        "acme",
+        kind="Organization",
+        name="Acme Corp",
+        email="opensource@acme.example",
+        bio="We build the Acme platform.",
+        location="Berlin, Germany",
+        blog="https://acme.example",
+    )
     st.set_meta("me", ME)
     st.add_org_member("acme", ME, "admin")
     for login in ("alice-lee", "bob-kim", "carol-ops"):
@@ -283,100 +324,261 @@ def _seed(sb: Sandbox) -> None:
     _seed_web(sb)
     _seed_docs(sb)
 
-    infra, _ = create_repo(sb, "acme", "infra", description="Infrastructure as code for Acme (private)",
-                           private=True, language="HCL", topics=("terraform", "infrastructure"))
-    commit_files(sb, infra, "main", {"README.md": b"# acme/infra\n\nTerraform for the Acme platform.\n"},
-                 "Initial commit", "alice-lee")
-    dot, _ = create_repo(sb, ME, "dotfiles", description="My shell and editor configuration", language="Shell",
-                         topics=("dotfiles",), stars=3)
+    infra, _ = create_repo(
+        sb,
+        "acme",
+        "infra",
+        description="Infrastructure as code for Acme (private)",
+        private=True,
+        language="HCL",
+        topics=("terraform", "infrastructure"),
+    )
+    commit_files(
+        sb,
+        infra,
+        "main",
+        {"README.md": b"# acme/infra\n\nTerraform for the Acme platform.\n"},
+        "Initial commit",
+        "alice-lee",
+    )
+    dot, _ = create_repo(
+        sb,
+        ME,
+        "dotfiles",
+        description="My shell and editor configuration",
+        language="Shell",
+        topics=("dotfiles",),
+        stars=3,
+    )
     bashrc = b"export EDITOR=vim\nalias gs='git status'\n"
     commit_files(sb, dot, "main", {"README.md": b"# dotfiles\n", ".bashrc": bashrc}, "Add bashrc", ME)
     st.set_meta("seed_version", SEED_VERSION)
 
 
 def _seed_api(sb: Sandbox) -> None:
-    api, git = create_repo(sb, "acme", "api", description="The Acme public HTTP API", language="Python",
-                           topics=("api", "python", "http"), stars=42)
+    api, git = create_repo(
+        sb,
+        "acme",
+        "api",
+        description="The Acme public HTTP API",
+        language="Python",
+        topics=("api", "python", "http"),
+        stars=42,
+    )
     _labels(sb, api, ["bug", "enhancement", "documentation", "good first issue", "priority:high"])
-    commit_files(sb, api, "main", {"README.md": API_README.encode(), "pyproject.toml": API_PYPROJECT.encode(),
-                                   "src/api/__init__.py": b'"""Acme API."""\n'}, "Initial commit", "alice-lee")
-    commit_files(sb, api, "main", {"src/api/app.py": API_APP.encode()}, "Add health endpoint and app factory",
-                 "alice-lee")
-    tagged = commit_files(sb, api, "main", {"src/api/auth.py": API_AUTH.encode(),
-                                            "tests/test_auth.py": API_TEST_AUTH.encode()},
-                          "Add token-based authentication", ME)
+    commit_files(
+        sb,
+        api,
+        "main",
+        {
+            "README.md": API_README.encode(),
+            "pyproject.toml": API_PYPROJECT.encode(),
+            "src/api/__init__.py": b'"""Acme API."""\n',
+        },
+        "Initial commit",
+        "alice-lee",
+    )
+    commit_files(
+        sb, api, "main", {"src/api/app.py": API_APP.encode()}, "Add health endpoint and app factory", "alice-lee"
+    )
+    tagged = commit_files(
+        sb,
+        api,
+        "main",
+        {"src/api/auth.py": API_AUTH.encode(), "tests/test_auth.py": API_TEST_AUTH.encode()},
+        "Add token-based authentication",
+        ME,
+    )
     git.tag("v0.1.0", tagged, "First preview release", sb.signature(ME))
     commit_files(sb, api, "main", {"README.md": API_README_V2.encode()}, "Document configuration in README", "bob-kim")
 
     st = sb.store
-    _issue(sb, api, "Login fails after password reset",
-           "After resetting my password, logging in with the new password returns 401 'token expired' "
-           "immediately.\n\nSteps:\n1. Reset password\n2. Log in\n3. Call /me -> 401",
-           "carol-ops", ["bug", "priority:high"], ["alice-lee"],
-           (("alice-lee", "I can reproduce this: every fresh token is rejected, not just after a reset."),
-            (ME, "Looks like verify_token compares the clock with issued_at instead of issued_at + TTL.")))
-    _issue(sb, api, "Add rate limiting to public endpoints",
-           "Public endpoints have no rate limit; a single client can exhaust the server. A token bucket per "
-           "client would do.", "bob-kim", ["enhancement"], [ME])
-    docs_issue = _issue(sb, api, "Document the authentication flow",
-                        "Explain how tokens are issued and verified.", "carol-ops",
-                        ["documentation", "good first issue"], ["bob-kim"])
+    _issue(
+        sb,
+        api,
+        "Login fails after password reset",
+        "After resetting my password, logging in with the new password returns 401 'token expired' "
+        "immediately.\n\nSteps:\n1. Reset password\n2. Log in\n3. Call /me -> 401",
+        "carol-ops",
+        ["bug", "priority:high"],
+        ["alice-lee"],
+        (
+            ("alice-lee", "I can reproduce this: every fresh token is rejected, not just after a reset."),
+            (ME, "Looks like verify_token compares the clock with issued_at instead of issued_at + TTL."),
+        ),
+    )
+    _issue(
+        sb,
+        api,
+        "Add rate limiting to public endpoints",
+        "Public endpoints have no rate limit; a single client can exhaust the server. A token bucket per "
+        "client would do.",
+        "bob-kim",
+        ["enhancement"],
+        [ME],
+    )
+    docs_issue = _issue(
+        sb,
+        api,
+        "Document the authentication flow",
+        "Explain how tokens are issued and verified.",
+        "carol-ops",
+        ["documentation", "good first issue"],
+        ["bob-kim"],
+    )
     st.update_issue(docs_issue.id, state="closed", state_reason="completed", closed_at=st.now(), closed_by="bob-kim")
 
     _branch(sb, api, "chore/ci")
     commit_files(sb, api, "chore/ci", {".github/workflows/ci.yml": API_CI.encode()}, "Add CI workflow", "bob-kim")
-    ci_pr = open_pull(sb, api, title="Add CI workflow", body="Runs the test suite on every push.",
-                      head="chore/ci", base="main", author="bob-kim")
+    ci_pr = open_pull(
+        sb,
+        api,
+        title="Add CI workflow",
+        body="Runs the test suite on every push.",
+        head="chore/ci",
+        base="main",
+        author="bob-kim",
+    )
     merge_pull(sb, api, ci_pr.number, "merge", None, None)
 
     _branch(sb, api, "feature/rate-limit")
-    commit_files(sb, api, "feature/rate-limit", {"src/api/ratelimit.py": API_RATELIMIT.encode(),
-                                                 "tests/test_ratelimit.py": API_TEST_RATELIMIT.encode()},
-                 "Add token bucket", ME)
-    commit_files(sb, api, "feature/rate-limit", {"src/api/app.py": API_APP_RATE_LIMITED.encode()},
-                 "Rate-limit /me", ME)
-    rl = open_pull(sb, api, title="Add token bucket rate limiter",
-                   body="Adds a token-bucket limiter and applies it to /me.\n\nCloses #2",
-                   head="feature/rate-limit", base="main", author=ME, reviewers=["alice-lee"])
+    commit_files(
+        sb,
+        api,
+        "feature/rate-limit",
+        {"src/api/ratelimit.py": API_RATELIMIT.encode(), "tests/test_ratelimit.py": API_TEST_RATELIMIT.encode()},
+        "Add token bucket",
+        ME,
+    )
+    commit_files(sb, api, "feature/rate-limit", {"src/api/app.py": API_APP_RATE_LIMITED.encode()}, "Rate-limit /me", ME)
+    rl = open_pull(
+        sb,
+        api,
+        title="Add token bucket rate limiter",
+        body="Adds a token-bucket limiter and applies it to /me.\n\nCloses #2",
+        head="feature/rate-limit",
+        base="main",
+        author=ME,
+        reviewers=["alice-lee"],
+    )
     st.set_issue_labels(rl.id, [st.label(api.id, "enhancement").id])
     st.add_comment(rl.id, "alice-lee", "Should the limit be per client rather than global?")
 
     _branch(sb, api, "fix/token-expiry")
-    commit_files(sb, api, "fix/token-expiry", {"src/api/auth.py": API_AUTH_FIXED.encode()},
-                 "Compare token age with the TTL", "alice-lee")
-    open_pull(sb, api, title="Fix token expiry comparison", body="Fixes #1: tokens were rejected right after issue.",
-              head="fix/token-expiry", base="main", author="alice-lee", reviewers=[ME])
+    commit_files(
+        sb,
+        api,
+        "fix/token-expiry",
+        {"src/api/auth.py": API_AUTH_FIXED.encode()},
+        "Compare token age with the TTL",
+        "alice-lee",
+    )
+    open_pull(
+        sb,
+        api,
+        title="Fix token expiry comparison",
+        body="Fixes #1: tokens were rejected right after issue.",
+        head="fix/token-expiry",
+        base="main",
+        author="alice-lee",
+        reviewers=[ME],
+    )
 
-    _issue(sb, api, "Health endpoint should report version",
-           "/health should include the package version so deploys can be verified.", ME, ["enhancement"], [])
+    _issue(
+        sb,
+        api,
+        "Health endpoint should report version",
+        "/health should include the package version so deploys can be verified.",
+        ME,
+        ["enhancement"],
+        [],
+    )
 
 
 def _seed_web(sb: Sandbox) -> None:
-    web, _ = create_repo(sb, "acme", "web", description="Acme web application", language="JavaScript",
-                         topics=("web", "frontend"), stars=17)
+    web, _ = create_repo(
+        sb,
+        "acme",
+        "web",
+        description="Acme web application",
+        language="JavaScript",
+        topics=("web", "frontend"),
+        stars=17,
+    )
     _labels(sb, web, ["bug", "enhancement", "ui"])
-    commit_files(sb, web, "main", {"README.md": b"# acme/web\n\nThe Acme web client.\n",
-                                   "package.json": WEB_PACKAGE.encode(), "src/index.js": WEB_INDEX.encode(),
-                                   "src/login.js": WEB_LOGIN.encode()}, "Initial web client", "bob-kim")
-    _issue(sb, web, "Login button misaligned on mobile",
-           "On screens narrower than 400px the login button overflows the form.", "carol-ops", ["bug", "ui"],
-           ["bob-kim"], (("bob-kim", "It's the hard-coded marginLeft in login.js."),))
+    commit_files(
+        sb,
+        web,
+        "main",
+        {
+            "README.md": b"# acme/web\n\nThe Acme web client.\n",
+            "package.json": WEB_PACKAGE.encode(),
+            "src/index.js": WEB_INDEX.encode(),
+            "src/login.js": WEB_LOGIN.encode(),
+        },
+        "Initial web client",
+        "bob-kim",
+    )
+    _issue(
+        sb,
+        web,
+        "Login button misaligned on mobile",
+        "On screens narrower than 400px the login button overflows the form.",
+        "carol-ops",
+        ["bug", "ui"],
+        ["bob-kim"],
+        (("bob-kim", "It's the hard-coded marginLeft in login.js."),),
+    )
     _branch(sb, web, "feature/dark-mode")
-    commit_files(sb, web, "feature/dark-mode", {"src/theme.js": WEB_THEME.encode(),
-                                                "src/index.js": WEB_INDEX_DARK.encode()},
-                 "Add dark mode following the system preference", "bob-kim")
-    open_pull(sb, web, title="Add dark mode toggle", body="Follows prefers-color-scheme. WIP: no manual toggle yet.",
-              head="feature/dark-mode", base="main", author="bob-kim", draft=True)
+    commit_files(
+        sb,
+        web,
+        "feature/dark-mode",
+        {"src/theme.js": WEB_THEME.encode(), "src/index.js": WEB_INDEX_DARK.encode()},
+        "Add dark mode following the system preference",
+        "bob-kim",
+    )
+    open_pull(
+        sb,
+        web,
+        title="Add dark mode toggle",
+        body="Follows prefers-color-scheme. WIP: no manual toggle yet.",
+        head="feature/dark-mode",
+        base="main",
+        author="bob-kim",
+        draft=True,
+    )
 
 
 def _seed_docs(sb: Sandbox) -> None:
-    docs, _ = create_repo(sb, "acme", "docs", description="Documentation for the Acme platform",
-                          language="Markdown", topics=("documentation",), stars=5)
+    docs, _ = create_repo(
+        sb,
+        "acme",
+        "docs",
+        description="Documentation for the Acme platform",
+        language="Markdown",
+        topics=("documentation",),
+        stars=5,
+    )
     _labels(sb, docs, ["documentation", "good first issue"])
-    commit_files(sb, docs, "main", {"README.md": b"# Acme docs\n\nSources of docs.acme.example.\n",
-                                    "docs/getting-started.md": DOCS_GETTING_STARTED.encode(),
-                                    "docs/auth.md": DOCS_AUTH.encode()}, "Add getting started and auth pages",
-                 "carol-ops")
-    _issue(sb, docs, "Getting started guide references old install command",
-           "docs/getting-started.md pins acme-client==0.1, the current release is 0.3.", "carol-ops",
-           ["documentation", "good first issue"], [])
+    commit_files(
+        sb,
+        docs,
+        "main",
+        {
+            "README.md": b"# Acme docs\n\nSources of docs.acme.example.\n",
+            "docs/getting-started.md": DOCS_GETTING_STARTED.encode(),
+            "docs/auth.md": DOCS_AUTH.encode(),
+        },
+        "Add getting started and auth pages",
+        "carol-ops",
+    )
+    _issue(
+        sb,
+        docs,
+        "Getting started guide references old install command",
+        "docs/getting-started.md pins acme-client==0.1, the current release is 0.3.",
+        "carol-ops",
+        ["documentation", "good first issue"],
+        [],
+    )

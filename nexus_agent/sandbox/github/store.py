@@ -315,8 +315,19 @@ class Store:
         self.db.execute(
             "INSERT INTO repos(owner, name, description, private, fork_of, default_branch, language, topics, "
             "stars, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (owner, name, description, int(private), fork_of, default_branch, language, json.dumps(list(topics)),
-             stars, now, now),
+            (
+                owner,
+                name,
+                description,
+                int(private),
+                fork_of,
+                default_branch,
+                language,
+                json.dumps(list(topics)),
+                stars,
+                now,
+                now,
+            ),
         )
         return self.repo(owner, name)
 
@@ -390,9 +401,7 @@ class Store:
 
     # -- issues and pull requests ---------------------------------------------------------------------
 
-    def create_issue(
-        self, repo_id: int, *, title: str, body: str, author: str, pull: bool = False
-    ) -> Issue:
+    def create_issue(self, repo_id: int, *, title: str, body: str, author: str, pull: bool = False) -> Issue:
         now = self.now()
         row = self._one("SELECT COALESCE(MAX(number), 0) + 1 AS n FROM issues WHERE repo_id = ?", (repo_id,))
         number = int(row["n"]) if row else 1
@@ -403,8 +412,17 @@ class Store:
         )
         return self.issue(repo_id, number)
 
-    def add_pull(self, issue_id: int, *, head_ref: str, base_ref: str, head_sha: str, merge_base_sha: str,
-                 draft: bool, maintainer_can_modify: bool) -> None:
+    def add_pull(
+        self,
+        issue_id: int,
+        *,
+        head_ref: str,
+        base_ref: str,
+        head_sha: str,
+        merge_base_sha: str,
+        draft: bool,
+        maintainer_can_modify: bool,
+    ) -> None:
         self.db.execute(
             "INSERT INTO pulls(issue_id, head_ref, base_ref, head_sha, merge_base_sha, draft, maintainer_can_modify) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -413,8 +431,18 @@ class Store:
 
     def update_pull(self, issue_id: int, **values: object) -> None:
         """Set columns of the ``pulls`` row; keys must be column names (checked against the schema)."""
-        allowed = {"head_ref", "base_ref", "head_sha", "merge_base_sha", "draft", "merged", "merged_at",
-                   "merged_by", "merge_commit_sha", "maintainer_can_modify"}
+        allowed = {
+            "head_ref",
+            "base_ref",
+            "head_sha",
+            "merge_base_sha",
+            "draft",
+            "merged",
+            "merged_at",
+            "merged_by",
+            "merge_commit_sha",
+            "maintainer_can_modify",
+        }
         unknown = set(values) - allowed
         if unknown:
             raise KeyError(f"unknown pull columns: {sorted(unknown)}")
@@ -484,10 +512,17 @@ class Store:
                 rows = self._all("SELECT reviewer FROM pull_reviewers WHERE issue_id = ? ORDER BY reviewer", (iid,))
                 reviewers = tuple(r["reviewer"] for r in rows)
                 pull = PullFields(
-                    head_ref=p["head_ref"], base_ref=p["base_ref"], head_sha=p["head_sha"],
-                    merge_base_sha=p["merge_base_sha"], draft=bool(p["draft"]), merged=bool(p["merged"]),
-                    merged_at=p["merged_at"], merged_by=p["merged_by"], merge_commit_sha=p["merge_commit_sha"],
-                    maintainer_can_modify=bool(p["maintainer_can_modify"]), reviewers=reviewers,
+                    head_ref=p["head_ref"],
+                    base_ref=p["base_ref"],
+                    head_sha=p["head_sha"],
+                    merge_base_sha=p["merge_base_sha"],
+                    draft=bool(p["draft"]),
+                    merged=bool(p["merged"]),
+                    merged_at=p["merged_at"],
+                    merged_by=p["merged_by"],
+                    merge_commit_sha=p["merge_commit_sha"],
+                    maintainer_can_modify=bool(p["maintainer_can_modify"]),
+                    reviewers=reviewers,
                 )
         d = {k: row[k] for k in row.keys() if k != "is_pull"}  # noqa: SIM118 - sqlite3.Row is not a mapping
         return Issue(

@@ -112,42 +112,48 @@ def drop_empty(d: dict[str, Any]) -> dict[str, Any]:
 def minimal_user(sb: Sandbox, login: str) -> dict[str, Any]:
     user = sb.store.find_user(login)
     uid = user.id if user else 0
-    return drop_empty({
-        "login": login,
-        "id": uid,
-        "profile_url": f"{HTML_ROOT}/{login}",
-        "avatar_url": f"https://avatars.githubusercontent.com/u/{uid}?v=4" if uid else "",
-    })
+    return drop_empty(
+        {
+            "login": login,
+            "id": uid,
+            "profile_url": f"{HTML_ROOT}/{login}",
+            "avatar_url": f"https://avatars.githubusercontent.com/u/{uid}?v=4" if uid else "",
+        }
+    )
 
 
 def user_details(sb: Sandbox, user: User) -> dict[str, Any]:
     public_repos = sum(1 for r in sb.store.repos() if r.owner.lower() == user.login.lower() and not r.private)
-    return drop_empty({
-        "name": user.name,
-        "company": user.company,
-        "blog": user.blog,
-        "location": user.location,
-        "email": user.email,
-        "bio": user.bio,
-        "public_repos": public_repos,
-        "created_at": user.created_at,
-        "updated_at": user.created_at,
-    })
+    return drop_empty(
+        {
+            "name": user.name,
+            "company": user.company,
+            "blog": user.blog,
+            "location": user.location,
+            "email": user.email,
+            "bio": user.bio,
+            "public_repos": public_repos,
+            "created_at": user.created_at,
+            "updated_at": user.created_at,
+        }
+    )
 
 
 def minimal_repo(sb: Sandbox, repo: Repo) -> dict[str, Any]:
-    return drop_empty({
-        "id": repo.id,
-        "name": repo.name,
-        "full_name": repo.full_name,
-        "description": repo.description,
-        "html_url": f"{HTML_ROOT}/{repo.full_name}",
-        "language": repo.language,
-        "updated_at": repo.updated_at,
-        "created_at": repo.created_at,
-        "topics": list(repo.topics),
-        "default_branch": repo.default_branch,
-    }) | {
+    return drop_empty(
+        {
+            "id": repo.id,
+            "name": repo.name,
+            "full_name": repo.full_name,
+            "description": repo.description,
+            "html_url": f"{HTML_ROOT}/{repo.full_name}",
+            "language": repo.language,
+            "updated_at": repo.updated_at,
+            "created_at": repo.created_at,
+            "topics": list(repo.topics),
+            "default_branch": repo.default_branch,
+        }
+    ) | {
         "stargazers_count": repo.stars,
         "forks_count": sb.store.fork_count(repo.id),
         "open_issues_count": sb.store.open_issue_count(repo.id),
@@ -182,24 +188,26 @@ def issue_html_url(repo: Repo, issue: Issue) -> str:
 
 def minimal_issue(sb: Sandbox, repo: Repo, issue: Issue) -> dict[str, Any]:
     """MinimalIssue as built from a REST issue (issue_read get, search results)."""
-    return drop_empty({
-        "number": issue.number,
-        "title": issue.title,
-        "body": issue.body,
-        "state": issue.state,
-        "state_reason": issue.state_reason,
-        "html_url": issue_html_url(repo, issue),
-        "user": minimal_user(sb, issue.author),
-        "author_association": author_association(sb, repo, issue.author),
-        "labels": [lb.name for lb in issue.labels],
-        "assignees": list(issue.assignees),
-        "comments": issue.comments,
-        "reactions": reactions_json(issue.reactions) if sum(issue.reactions.values()) else None,
-        "created_at": issue.created_at,
-        "updated_at": issue.updated_at,
-        "closed_at": issue.closed_at,
-        "closed_by": issue.closed_by,
-    })
+    return drop_empty(
+        {
+            "number": issue.number,
+            "title": issue.title,
+            "body": issue.body,
+            "state": issue.state,
+            "state_reason": issue.state_reason,
+            "html_url": issue_html_url(repo, issue),
+            "user": minimal_user(sb, issue.author),
+            "author_association": author_association(sb, repo, issue.author),
+            "labels": [lb.name for lb in issue.labels],
+            "assignees": list(issue.assignees),
+            "comments": issue.comments,
+            "reactions": reactions_json(issue.reactions) if sum(issue.reactions.values()) else None,
+            "created_at": issue.created_at,
+            "updated_at": issue.updated_at,
+            "closed_at": issue.closed_at,
+            "closed_by": issue.closed_by,
+        }
+    )
 
 
 def rest_issue(sb: Sandbox, repo: Repo, issue: Issue) -> dict[str, Any]:
@@ -216,26 +224,30 @@ def rest_issue(sb: Sandbox, repo: Repo, issue: Issue) -> dict[str, Any]:
     base["reactions"] = reactions_json(issue.reactions)
     if issue.pull is not None:
         base["draft"] = issue.pull.draft
-        base["pull_request"] = drop_empty({
-            "url": f"{API_ROOT}/repos/{repo.full_name}/pulls/{issue.number}",
-            "html_url": f"{HTML_ROOT}/{repo.full_name}/pull/{issue.number}",
-            "diff_url": f"{HTML_ROOT}/{repo.full_name}/pull/{issue.number}.diff",
-            "merged_at": issue.pull.merged_at,
-        })
+        base["pull_request"] = drop_empty(
+            {
+                "url": f"{API_ROOT}/repos/{repo.full_name}/pulls/{issue.number}",
+                "html_url": f"{HTML_ROOT}/{repo.full_name}/pull/{issue.number}",
+                "diff_url": f"{HTML_ROOT}/{repo.full_name}/pull/{issue.number}.diff",
+                "merged_at": issue.pull.merged_at,
+            }
+        )
     return base
 
 
 def minimal_comment(sb: Sandbox, repo: Repo, issue: Issue, comment: Comment) -> dict[str, Any]:
-    return drop_empty({
-        "id": comment.id,
-        "body": comment.body,
-        "html_url": f"{issue_html_url(repo, issue)}#issuecomment-{comment.id}",
-        "user": minimal_user(sb, comment.author),
-        "author_association": author_association(sb, repo, comment.author),
-        "reactions": reactions_json(comment.reactions) if sum(comment.reactions.values()) else None,
-        "created_at": comment.created_at,
-        "updated_at": comment.updated_at,
-    })
+    return drop_empty(
+        {
+            "id": comment.id,
+            "body": comment.body,
+            "html_url": f"{issue_html_url(repo, issue)}#issuecomment-{comment.id}",
+            "user": minimal_user(sb, comment.author),
+            "author_association": author_association(sb, repo, comment.author),
+            "reactions": reactions_json(comment.reactions) if sum(comment.reactions.values()) else None,
+            "created_at": comment.created_at,
+            "updated_at": comment.updated_at,
+        }
+    )
 
 
 def author_association(sb: Sandbox, repo: Repo, login: str) -> str:
@@ -256,10 +268,40 @@ def get_issue(sb: Sandbox, repo: Repo, number: int, *, what: str = "issue") -> I
 # -- search queries ---------------------------------------------------------------------------------
 
 _QUALIFIER = re.compile(r"^(-?)([a-zA-Z][a-zA-Z_-]*):(.+)$")
-STOPWORDS = frozenset({
-    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "in", "is", "it", "of", "on",
-    "or", "that", "the", "this", "to", "was", "were", "will", "with", "after", "before", "when", "not",
-})
+STOPWORDS = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "has",
+        "have",
+        "in",
+        "is",
+        "it",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "were",
+        "will",
+        "with",
+        "after",
+        "before",
+        "when",
+        "not",
+    }
+)
 
 
 @dataclass

@@ -225,8 +225,15 @@ def _closed_by_pulls(sb: Sandbox, repo: Repo, issue: Issue) -> dict[str, Any]:
     for pr in sb.store.issues(repo.id, pulls=True):
         if (repo.full_name.lower(), issue.number) in closing_references(pr.body, repo):
             state = "MERGED" if pr.pull and pr.pull.merged else pr.state.upper()
-            refs.append({"number": pr.number, "title": pr.title, "state": state,
-                         "url": issue_html_url(repo, pr), "repository": repo.full_name})
+            refs.append(
+                {
+                    "number": pr.number,
+                    "title": pr.title,
+                    "state": state,
+                    "url": issue_html_url(repo, pr),
+                    "repository": repo.full_name,
+                }
+            )
     return {"total_count": len(refs), "references": refs[:5]}
 
 
@@ -415,7 +422,10 @@ def label_write(sb: Sandbox, args: dict[str, Any]) -> object:
     if method == "delete":
         sb.store.delete_label(lb.id)
         return {"message": f"label '{lb.name}' deleted", "url": f"{HTML_ROOT}/{repo.full_name}/labels"}
-    new = (opt_str(args, "new_name") or lb.name, (color or lb.color).lower(),
-           lb.description if args.get("description") is None else str(args["description"]))
+    new = (
+        opt_str(args, "new_name") or lb.name,
+        (color or lb.color).lower(),
+        lb.description if args.get("description") is None else str(args["description"]),
+    )
     sb.store.update_label(lb.id, name=new[0], color=new[1], description=new[2])
     return _label_json(lb.id, *new)

@@ -116,7 +116,8 @@ def list_pull_requests(sb: Sandbox, args: dict[str, Any]) -> object:
     if head:
         owner, _, branch = head.rpartition(":")
         pulls = [
-            i for i in pulls
+            i
+            for i in pulls
             if i.pull and i.pull.head_ref == branch and (not owner or owner.lower() == repo.owner.lower())
         ]
     base = opt_str(args, "base")
@@ -162,8 +163,13 @@ def _read_status(sb: Sandbox, repo: Repo, issue: Issue, args: dict[str, Any]) ->
     assert issue.pull is not None
     _, head = diff_range(sb.git(repo), issue, issue.pull)
     # No CI runs in the sandbox; GitHub reports "pending" with no statuses in that case.
-    return {"state": "pending", "sha": head, "total_count": 0, "statuses": [],
-            "repository": {"full_name": repo.full_name}}
+    return {
+        "state": "pending",
+        "sha": head,
+        "total_count": 0,
+        "statuses": [],
+        "repository": {"full_name": repo.full_name},
+    }
 
 
 def _read_files(sb: Sandbox, repo: Repo, issue: Issue, args: dict[str, Any]) -> object:
@@ -180,19 +186,24 @@ def _read_commits(sb: Sandbox, repo: Repo, issue: Issue, args: dict[str, Any]) -
     commits = list(reversed(git.log(head, exclude=base)))  # GitHub lists PR commits oldest first
     out = []
     for c in paginate(commits, args):
-        out.append({
-            "sha": c.sha,
-            "html_url": f"{HTML_ROOT}/{repo.full_name}/commit/{c.sha}",
-            "message": c.message,
-            "author": {"name": c.author.name, "email": c.author.email, "date": c.author.date},
-        })
+        out.append(
+            {
+                "sha": c.sha,
+                "html_url": f"{HTML_ROOT}/{repo.full_name}/commit/{c.sha}",
+                "message": c.message,
+                "author": {"name": c.author.name, "email": c.author.email, "date": c.author.date},
+            }
+        )
     return out
 
 
 def _read_review_comments(sb: Sandbox, repo: Repo, issue: Issue, args: dict[str, Any]) -> object:
     # Reviews cannot be written in the sandbox (pull_request_review_write is unsupported), so none exist.
-    return {"reviewThreads": [], "totalCount": 0,
-            "pageInfo": {"hasNextPage": False, "hasPreviousPage": False, "startCursor": "", "endCursor": ""}}
+    return {
+        "reviewThreads": [],
+        "totalCount": 0,
+        "pageInfo": {"hasNextPage": False, "hasPreviousPage": False, "startCursor": "", "endCursor": ""},
+    }
 
 
 def _read_reviews(sb: Sandbox, repo: Repo, issue: Issue, args: dict[str, Any]) -> object:
@@ -246,8 +257,17 @@ def _check_reviewers(sb: Sandbox, reviewers: list[str], author: str) -> list[str
 
 
 def open_pull(
-    sb: Sandbox, repo: Repo, *, title: str, body: str, head: str, base: str, author: str, draft: bool = False,
-    reviewers: list[str] | None = None, maintainer_can_modify: bool = False,
+    sb: Sandbox,
+    repo: Repo,
+    *,
+    title: str,
+    body: str,
+    head: str,
+    base: str,
+    author: str,
+    draft: bool = False,
+    reviewers: list[str] | None = None,
+    maintainer_can_modify: bool = False,
 ) -> Issue:
     """Open a pull request ``head`` -> ``base`` (same repository); shared by the tool and the seed."""
     git = sb.git(repo)
@@ -266,8 +286,12 @@ def open_pull(
             raise ToolError(f"422 Validation Failed: A pull request already exists for {repo.owner}:{branch}.")
     issue = sb.store.create_issue(repo.id, title=title, body=body, author=author, pull=True)
     sb.store.add_pull(
-        issue.id, head_ref=branch, base_ref=base, head_sha=head_sha,
-        merge_base_sha=git.merge_base(base_sha, head_sha) or base_sha, draft=draft,
+        issue.id,
+        head_ref=branch,
+        base_ref=base,
+        head_sha=head_sha,
+        merge_base_sha=git.merge_base(base_sha, head_sha) or base_sha,
+        draft=draft,
         maintainer_can_modify=maintainer_can_modify,
     )
     sb.store.set_reviewers(issue.id, _check_reviewers(sb, reviewers or [], author))
@@ -278,9 +302,16 @@ def open_pull(
 def create_pull_request(sb: Sandbox, args: dict[str, Any]) -> object:
     repo = repo_of(sb, args)
     issue = open_pull(
-        sb, repo, title=req_str(args, "title"), body=opt_str(args, "body") or "", head=req_str(args, "head"),
-        base=req_str(args, "base"), author=sb.me, draft=bool(args.get("draft", False)),
-        reviewers=opt_list(args, "reviewers"), maintainer_can_modify=bool(args.get("maintainer_can_modify", False)),
+        sb,
+        repo,
+        title=req_str(args, "title"),
+        body=opt_str(args, "body") or "",
+        head=req_str(args, "head"),
+        base=req_str(args, "base"),
+        author=sb.me,
+        draft=bool(args.get("draft", False)),
+        reviewers=opt_list(args, "reviewers"),
+        maintainer_can_modify=bool(args.get("maintainer_can_modify", False)),
     )
     return {"id": str(issue.id), "url": issue_html_url(repo, issue)}
 
@@ -360,8 +391,10 @@ def merge_pull(sb: Sandbox, repo: Repo, number: int, method: str, title: str | N
             )
         if method == "squash":
             subject = title or f"{issue.title} (#{number})"
-            body = message if message is not None else "\n\n".join(
-                f"* {c.message}" for c in reversed(git.log(head, exclude=base_tip))
+            body = (
+                message
+                if message is not None
+                else "\n\n".join(f"* {c.message}" for c in reversed(git.log(head, exclude=base_tip)))
             )
             new_tip = git.commit_tree(outcome.tree, [base_tip], f"{subject}\n\n{body}".rstrip() + "\n", me, me)
         else:
@@ -370,7 +403,12 @@ def merge_pull(sb: Sandbox, repo: Repo, number: int, method: str, title: str | N
             new_tip = git.commit_tree(outcome.tree, [base_tip, head], f"{subject}\n\n{body}".rstrip() + "\n", me, me)
     git.set_ref(f"refs/heads/{pull.base_ref}", new_tip, base_tip)
     sb.store.update_pull(
-        issue.id, merged=1, merged_at=me.date, merged_by=sb.me, merge_commit_sha=new_tip, head_sha=head,
+        issue.id,
+        merged=1,
+        merged_at=me.date,
+        merged_by=sb.me,
+        merge_commit_sha=new_tip,
+        head_sha=head,
         merge_base_sha=merge_base,
     )
     set_state(sb, issue, "closed", None)
@@ -392,8 +430,12 @@ def merge_pull(sb: Sandbox, repo: Repo, number: int, method: str, title: str | N
 def merge_pull_request(sb: Sandbox, args: dict[str, Any]) -> object:
     repo = repo_of(sb, args)
     sha = merge_pull(
-        sb, repo, req_int(args, "pullNumber"), opt_str(args, "merge_method") or "merge",
-        opt_str(args, "commit_title"), opt_str(args, "commit_message"),
+        sb,
+        repo,
+        req_int(args, "pullNumber"),
+        opt_str(args, "merge_method") or "merge",
+        opt_str(args, "commit_title"),
+        opt_str(args, "commit_message"),
     )
     return {"sha": sha, "merged": True, "message": "Pull Request successfully merged"}
 
@@ -425,5 +467,8 @@ def update_pull_request_branch(sb: Sandbox, args: dict[str, Any]) -> object:
     new_head = git.commit_tree(outcome.tree, [head, base_tip], msg, me, me)
     git.set_ref(f"refs/heads/{pull.head_ref}", new_head, head)
     sb.store.update_pull(issue.id, head_sha=new_head, merge_base_sha=base_tip)
-    return {"message": "Updating pull request branch.",
-            "url": f"{API_ROOT}/repos/{repo.full_name}/pulls/{number}", "head_sha": new_head}
+    return {
+        "message": "Updating pull request branch.",
+        "url": f"{API_ROOT}/repos/{repo.full_name}/pulls/{number}",
+        "head_sha": new_head,
+    }

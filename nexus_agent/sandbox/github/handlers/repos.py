@@ -35,8 +35,17 @@ _REPO_NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
 # Languages GitHub's linguist would report for the extensions the sandbox uses (search_code language:).
 _EXT_LANGUAGE = {
-    ".py": "python", ".js": "javascript", ".ts": "typescript", ".md": "markdown", ".toml": "toml",
-    ".json": "json", ".yml": "yaml", ".yaml": "yaml", ".go": "go", ".sh": "shell", ".css": "css",
+    ".py": "python",
+    ".js": "javascript",
+    ".ts": "typescript",
+    ".md": "markdown",
+    ".toml": "toml",
+    ".json": "json",
+    ".yml": "yaml",
+    ".yaml": "yaml",
+    ".go": "go",
+    ".sh": "shell",
+    ".css": "css",
     ".html": "html",
 }
 
@@ -159,15 +168,17 @@ def minimal_commit(
 
 
 def file_json(f: FileChange, with_patch: bool) -> dict[str, Any]:
-    return drop_empty({
-        "filename": f.filename,
-        "status": f.status,
-        "additions": f.additions,
-        "deletions": f.deletions,
-        "changes": f.changes,
-        "patch": f.patch if with_patch else "",
-        "previous_filename": f.previous_filename,
-    })
+    return drop_empty(
+        {
+            "filename": f.filename,
+            "status": f.status,
+            "additions": f.additions,
+            "deletions": f.deletions,
+            "changes": f.changes,
+            "patch": f.patch if with_patch else "",
+            "previous_filename": f.previous_filename,
+        }
+    )
 
 
 def _branch_or_404(git: GitRepo, repo: Repo, branch: str) -> str | None:
@@ -261,8 +272,13 @@ def fork_repository(sb: Sandbox, args: dict[str, Any]) -> object:
     else:
         raise ToolError(f"422 Unprocessable Entity: repository {owner}/{source.name} already exists")
     fork = sb.store.add_repo(
-        owner, source.name, description=source.description, private=source.private, language=source.language,
-        topics=source.topics, fork_of=source.id,
+        owner,
+        source.name,
+        description=source.description,
+        private=source.private,
+        language=source.language,
+        topics=source.topics,
+        fork_of=source.id,
     )
     GitRepo.clone_bare(sb.git(source), sb.repo_path(owner, source.name))
     return {"id": str(fork.id), "url": f"{HTML_ROOT}/{fork.full_name}"}
@@ -284,19 +300,23 @@ def get_file_contents(sb: Sandbox, args: dict[str, Any]) -> object:
         listing = []
         for e in git.list_tree(commit, path):
             kind = {"blob": "file", "tree": "dir", "commit": "submodule"}[e.kind]
-            listing.append({
-                "type": kind,
-                "name": e.path.rsplit("/", 1)[-1],
-                "path": e.path,
-                "size": e.size,
-                "sha": e.sha,
-                "url": f"{API_ROOT}/repos/{repo.full_name}/contents/{e.path}?ref={commit}",
-                "git_url": f"{API_ROOT}/repos/{repo.full_name}/git/{'trees' if kind == 'dir' else 'blobs'}/{e.sha}",
-                "html_url": f"{HTML_ROOT}/{repo.full_name}/{'tree' if kind == 'dir' else 'blob'}/{commit}/{e.path}",
-                "download_url": (
-                    f"https://raw.githubusercontent.com/{repo.full_name}/{commit}/{e.path}" if kind == "file" else None
-                ),
-            })
+            listing.append(
+                {
+                    "type": kind,
+                    "name": e.path.rsplit("/", 1)[-1],
+                    "path": e.path,
+                    "size": e.size,
+                    "sha": e.sha,
+                    "url": f"{API_ROOT}/repos/{repo.full_name}/contents/{e.path}?ref={commit}",
+                    "git_url": f"{API_ROOT}/repos/{repo.full_name}/git/{'trees' if kind == 'dir' else 'blobs'}/{e.sha}",
+                    "html_url": f"{HTML_ROOT}/{repo.full_name}/{'tree' if kind == 'dir' else 'blob'}/{commit}/{e.path}",
+                    "download_url": (
+                        f"https://raw.githubusercontent.com/{repo.full_name}/{commit}/{e.path}"
+                        if kind == "file"
+                        else None
+                    ),
+                }
+            )
         fields = opt_list(args, "fields")
         return [pick_fields(item, fields) for item in listing]
     data = git.read_blob(entry.sha)
@@ -304,22 +324,26 @@ def get_file_contents(sb: Sandbox, args: dict[str, Any]) -> object:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return Blocks([
-            types.TextContent(type="text", text=f"successfully downloaded binary file (SHA: {entry.sha})"),
+        return Blocks(
+            [
+                types.TextContent(type="text", text=f"successfully downloaded binary file (SHA: {entry.sha})"),
+                types.EmbeddedResource(
+                    type="resource",
+                    resource=types.BlobResourceContents(
+                        uri=uri, mimeType="application/octet-stream", blob=base64.b64encode(data).decode()
+                    ),
+                ),
+            ]
+        )
+    return Blocks(
+        [
+            types.TextContent(type="text", text=f"successfully downloaded text file (SHA: {entry.sha})"),
             types.EmbeddedResource(
                 type="resource",
-                resource=types.BlobResourceContents(
-                    uri=uri, mimeType="application/octet-stream", blob=base64.b64encode(data).decode()
-                ),
+                resource=types.TextResourceContents(uri=uri, mimeType="text/plain; charset=utf-8", text=text),
             ),
-        ])
-    return Blocks([
-        types.TextContent(type="text", text=f"successfully downloaded text file (SHA: {entry.sha})"),
-        types.EmbeddedResource(
-            type="resource",
-            resource=types.TextResourceContents(uri=uri, mimeType="text/plain; charset=utf-8", text=text),
-        ),
-    ])
+        ]
+    )
 
 
 def _file_response(
@@ -360,13 +384,20 @@ def create_or_update_file(sb: Sandbox, args: dict[str, Any]) -> object:
     sha = commit_files(sb, repo, branch, {path: content}, req_str(args, "message"), sb.me)
     blob = git.entry(sha, path)
     assert blob is not None  # just committed
-    return _file_response(sb, repo, branch, path, sha, {
-        "name": path.rsplit("/", 1)[-1],
-        "path": path,
-        "sha": blob.sha,
-        "size": blob.size,
-        "html_url": f"{HTML_ROOT}/{repo.full_name}/blob/{branch}/{path}",
-    })
+    return _file_response(
+        sb,
+        repo,
+        branch,
+        path,
+        sha,
+        {
+            "name": path.rsplit("/", 1)[-1],
+            "path": path,
+            "sha": blob.sha,
+            "size": blob.size,
+            "html_url": f"{HTML_ROOT}/{repo.full_name}/blob/{branch}/{path}",
+        },
+    )
 
 
 @tool("delete_file")
@@ -498,14 +529,16 @@ def get_repository_tree(sb: Sandbox, args: dict[str, Any]) -> object:
     entries = git.list_tree(commit, "", recursive=bool(args.get("recursive", False)))
     prefix = opt_str(args, "path_filter") or ""
     tree = [
-        drop_empty({
-            "path": e.path,
-            "type": e.kind,
-            "mode": e.mode,
-            "size": e.size if e.kind == "blob" else None,
-            "sha": e.sha,
-            "url": f"{API_ROOT}/repos/{repo.full_name}/git/{'trees' if e.kind == 'tree' else 'blobs'}/{e.sha}",
-        })
+        drop_empty(
+            {
+                "path": e.path,
+                "type": e.kind,
+                "mode": e.mode,
+                "size": e.size if e.kind == "blob" else None,
+                "sha": e.sha,
+                "url": f"{API_ROOT}/repos/{repo.full_name}/git/{'trees' if e.kind == 'tree' else 'blobs'}/{e.sha}",
+            }
+        )
         for e in entries
         if e.path.startswith(prefix)
     ]
@@ -556,13 +589,15 @@ def search_code(sb: Sandbox, args: dict[str, Any]) -> object:
             if any(_EXT_LANGUAGE.get(ext, "") != lang.lower() for lang in q.values("language")):
                 continue
             entry = git.entry(head, path)
-            results.append({
-                "name": name,
-                "path": path,
-                "sha": entry.sha if entry else "",
-                "repository": repo.full_name,
-                "text_matches": [{"fragment": line} for line in lines[:3]],
-            })
+            results.append(
+                {
+                    "name": name,
+                    "path": path,
+                    "sha": entry.sha if entry else "",
+                    "repository": repo.full_name,
+                    "text_matches": [{"fragment": line} for line in lines[:3]],
+                }
+            )
     if args.get("order") == "desc":
         results.reverse()
     fields = opt_list(args, "fields")
@@ -592,8 +627,8 @@ def search_commits(sb: Sandbox, args: dict[str, Any]) -> object:
         key = (lambda rc: rc[1].author.date) if sort == "author-date" else (lambda rc: rc[1].committer.date)
         found.sort(key=key, reverse=opt_str(args, "order") != "asc")
     items = [
-        minimal_commit(sb, repo, c) | {"repository": {"full_name": repo.full_name, "html_url":
-                                                        f"{HTML_ROOT}/{repo.full_name}"}}
+        minimal_commit(sb, repo, c)
+        | {"repository": {"full_name": repo.full_name, "html_url": f"{HTML_ROOT}/{repo.full_name}"}}
         for repo, c in paginate(found, args)
     ]
     return {"total_count": len(found), "incomplete_results": False, "items": items}
