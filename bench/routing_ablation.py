@@ -1,11 +1,11 @@
 """Ablation of the retrieval stage (and, optionally, the escalation decision) on the dev sets.
 
-Each row switches one idea on top of the previous: document style, synthetic queries, BM25 fusion, pool
-size. Measures SLB top-1/top-3 (dense only), fused top-1 and candidate recall at the pool size; with
-``--reranker`` it also runs the gated pipeline for the final configuration. Writes
-``bench/results/routing_ablation.{json,md}``.
+Each row switches one idea on top of the previous (document style, BM25 fusion and its normalisation, synthetic
+rows, query expansion, the question penalty); the last row is the shipped ``RouterConfig()``. Measures SLB
+top-1/top-3 (dense only), fused top-1 and candidate recall at pool sizes 5-20; with ``--reranker`` it also runs the
+gated pipeline for the shipped configuration. Writes ``bench/results/routing_ablation.{json,md}`` (``--out``).
 
-    python bench/routing_ablation.py [--embedders minilm,nomic] [--reranker llm-choice] [--limit 60]
+    python bench/routing_ablation.py [--embedders minilm,nomic] [--reranker llm-choice] [--every 4]
 """
 
 from __future__ import annotations
@@ -25,19 +25,24 @@ from nexus_agent.routing.router import Router, RouterConfig
 
 SETS = {"github_dev": ("github_dev.jsonl", "github_all"), "mixed_dev": ("mixed_dev.jsonl", "desktop_all")}
 
+# Each step switches one idea on top of the previous row; the last row is the shipped RouterConfig() (with the
+# embedder's own choice of synthetic rows). The question penalty and the BM25 normalisation are off until their rows.
+_OFF = {"question_write_penalty": 0.0}
 STEPS: list[tuple[str, dict[str, Any]]] = [
     (
         "basic doc (name: description), dense only",
-        {"doc_style": "basic", "synthetic": False, "hybrid": False, "expand": False},
+        {"doc_style": "basic", "synthetic": False, "hybrid": False, "expand": False, **_OFF},
     ),
-    ("+ rich doc (params, enums)", {"doc_style": "rich", "synthetic": False, "hybrid": False, "expand": False}),
-    ("+ BM25 fusion", {"doc_style": "rich", "synthetic": False, "hybrid": True, "expand": False}),
-    ("+ synthetic queries (dense rows)", {"doc_style": "rich", "synthetic": True, "hybrid": True, "expand": False}),
-    ("synthetic, no BM25", {"doc_style": "rich", "synthetic": True, "hybrid": False, "expand": False}),
-    ("+ abbreviation expansion (final)", {"doc_style": "rich", "synthetic": True, "hybrid": True, "expand": True}),
-    ("final, BM25 normalised by idf sum", {"synthetic": True, "hybrid": True, "expand": True, "bm25_norm": "idf"}),
-    # a fine-tuned embedder was trained on the indexed synthetic queries, so indexing them again may not help
-    ("final without synthetic rows", {"synthetic": False, "hybrid": True, "expand": True}),
+    ("+ rich doc (params, enums)", {"synthetic": False, "hybrid": False, "expand": False, **_OFF}),
+    ("+ BM25 fusion (÷ best score)", {"synthetic": False, "expand": False, "bm25_norm": "max", **_OFF}),
+    ("+ synthetic queries (dense rows)", {"synthetic": True, "expand": False, "bm25_norm": "max", **_OFF}),
+    ("synthetic, no BM25", {"synthetic": True, "hybrid": False, "expand": False, **_OFF}),
+    ("+ abbreviation / entity expansion", {"synthetic": True, "bm25_norm": "max", **_OFF}),
+    ("BM25 ÷ idf sum", {"synthetic": True, "bm25_norm": "idf", **_OFF}),
+    ("BM25 ÷ max(best, ½ known idf)", {"synthetic": True, **_OFF}),
+    # a fine-tuned embedder was trained on the synthetic queries, so indexing them again may not help
+    ("embedder's choice of synthetic rows", {"synthetic": None, **_OFF}),
+    ("+ question penalty (shipped default)", {}),
 ]
 
 
