@@ -39,7 +39,8 @@ class AgentConfig(BaseModel):
     """Everything an agent needs; validated at the boundary so a bad value names its field.
 
     ``mcp``: preset names (``github``); ``config_file``: an ``mcpServers`` JSON file (Claude Desktop /
-    Cursor format); both may be given. ``yes``: run tools that may modify data without asking.
+    Cursor format); both may be given. ``yes``: run tools that may modify data without asking (a question routed
+    to a tool that declares a write still asks).
     """
 
     model_config = ConfigDict(extra="forbid")

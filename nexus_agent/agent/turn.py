@@ -4,7 +4,8 @@
 2. write arguments in the main context over the compressed signature, under the schema's grammar;
 3. validate (one repair attempt inside the writer); a tool that may write must not act on an object (issue,
    PR, comment …) whose identifier the conversation never gave;
-4. ask for confirmation when the tool is destructive or not declared read-only;
+4. ask for confirmation when the tool is destructive or not declared read-only (unless ``auto_yes``; a question
+   routed to a tool that declares a write asks even then);
 5. call the tool (on the MCP event loop);
 6. keep only a surrogate of the output in the history;
 7. stream the final answer (with no tool: in the sidecar, under a system prompt without the argument rules,
@@ -46,6 +47,7 @@ from nexus_agent.agent.prompts import (
 )
 from nexus_agent.engine import MAIN, SIDECAR, Engine
 from nexus_agent.registry import Tool
+from nexus_agent.routing.query import is_question
 
 MAX_TOOL_CHARS = 6000  # tool output shown to the answer step; the history keeps only the surrogate
 
@@ -193,18 +195,23 @@ def _run_turn(
                     )
                 )
                 return
+            # A question is answered, not acted on, so --yes does not cover a write routed from one: "is
+            # acme-corp/web#77 mergeable?" went to merge_pull_request (the PR number grounded), and --yes would have
+            # merged it. Only tools that declare a write (readOnlyHint: false) count, as for the routing penalty:
+            # google-maps or slack declare nothing, and their reads are questions.
+            question_to_writer = tool.declares_write and is_question(request)
             confirmed = True
-            if may_write and not deps.auto_yes:
+            if may_write and (question_to_writer or not deps.auto_yes):
                 confirmed = bool(deps.confirm and deps.confirm(route.tool, args, annotations))
             emit(ToolCallEvent(name=tool.name, server=tool.server, arguments=args, confirmed=confirmed))
             if not confirmed:
-                emit(
-                    ErrorEvent(
-                        stage="confirm",
-                        message=f"{tool.name} was not run: it can modify data and "
-                        "was not confirmed (pass --yes to allow such tools)",
-                    )
+                why = (
+                    "the request is a question, and a question does not run a tool that changes data without a "
+                    "yes, even with --yes; ask for the change itself to run it"
+                    if question_to_writer and deps.auto_yes
+                    else "it can modify data and was not confirmed (pass --yes to allow such tools)"
                 )
+                emit(ErrorEvent(stage="confirm", message=f"{tool.name} was not run: {why}"))
                 return
             check()
             try:

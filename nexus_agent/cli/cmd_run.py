@@ -219,7 +219,9 @@ def run(
     config: Path | None = typer.Option(None, "--config", help="mcpServers JSON file (Claude Desktop / Cursor)"),  # noqa: B008
     prompt: str | None = typer.Option(None, "-p", "--prompt", help="one-shot request; omit for a REPL"),
     as_json: bool = typer.Option(False, "--json", help="print typed events as JSON lines"),
-    yes: bool = typer.Option(False, "--yes", "-y", help="run tools that may modify data without asking"),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="run tools that may modify data without asking (a question to a declared write asks)"
+    ),
     model: str | None = typer.Option(None, "--model", help="short name or GGUF path"),
     embedder: str = typer.Option(DEFAULT_EMBEDDER, "--embedder", help="minilm-tools, minilm, nomic or st"),
     n_ctx: int = typer.Option(8192, "--n-ctx", help="context size in tokens"),

@@ -18,9 +18,8 @@ from nexus_agent.agent.history import carries_nothing
 pytestmark = pytest.mark.real_model
 
 
-@pytest.fixture(scope="module")
-def config_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("agent")
+def _sandbox_config(d: Path) -> Path:
+    """An MCP config that starts the GitHub sandbox over stdio, with its data in ``d``."""
     cfg = {
         "mcpServers": {
             "github": {
@@ -32,6 +31,11 @@ def config_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = d / "mcp.json"
     path.write_text(json.dumps(cfg))
     return path
+
+
+@pytest.fixture(scope="module")
+def config_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _sandbox_config(tmp_path_factory.mktemp("agent"))
 
 
 @pytest.fixture(scope="module")
@@ -157,3 +161,23 @@ def test_bad_config_names_file_key_and_problem(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     err = " ".join(proc.stderr.split())
     assert "bad.json" in err and "mcpServers.github.command" in err
+
+
+def test_a_question_does_not_merge_even_with_yes(tmp_path: Path) -> None:
+    """Retrieval sends "is acme/web#2 mergeable?" to merge_pull_request (auto, the number grounded): with --yes the
+    question merged the PR. Now the agent asks, and answered no, nothing runs."""
+    asked: list[str] = []
+    a = SyncNexusAgent(
+        AgentConfig(model="qwen0.5b", config_file=_sandbox_config(tmp_path), n_ctx=4096, yes=True),
+        confirm=lambda name, args, ann: asked.append(name) is None and False,
+    )
+    try:
+        events = a.run("is acme/web#2 mergeable?")
+        route = events[0]
+        assert route.type == "route" and route.tool == "github__merge_pull_request", route  # the case guarded
+        assert asked == ["github__merge_pull_request"], [e.type for e in events]
+        assert not any(e.type == "tool_result" for e in events)
+        assert events[-1].type == "error" and "question" in events[-1].message  # type: ignore[union-attr]
+        assert a.agent.conversation.turns == []
+    finally:
+        a.close()

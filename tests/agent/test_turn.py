@@ -13,7 +13,15 @@ from nexus_agent.agent.events import Event
 from nexus_agent.agent.history import Conversation, carries_nothing, surrogate
 from nexus_agent.agent.prompts import SYSTEM_CHAT
 from nexus_agent.agent.routing_adapter import AgentRouter, build_router
-from nexus_agent.agent.turn import CallResult, TurnCancelled, TurnDeps, needs_confirmation, run_turn
+from nexus_agent.agent.turn import (
+    CallResult,
+    RouteOutcome,
+    TurnCancelled,
+    TurnDeps,
+    TurnRouter,
+    needs_confirmation,
+    run_turn,
+)
 from nexus_agent.engine import SIDECAR, Engine, EngineConfig
 from nexus_agent.registry import Registry, Tool, load_registry
 
@@ -51,7 +59,7 @@ def chats(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 def _deps(
     engine: Engine,
-    router: AgentRouter,
+    router: TurnRouter,
     tools: dict[str, Tool],
     calls: list[Any],
     result: Any = None,
@@ -126,6 +134,45 @@ def test_tool_that_may_write_is_not_run_without_confirmation(
         assert events[-1].type == "error" and events[-1].stage == "confirm"  # type: ignore[union-attr]
     assert calls == []
     assert convo.turns == []
+
+
+class _RoutesTo:
+    """A router that sends every request to one tool (the routing itself is tested elsewhere)."""
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+
+    def route_turn(self, query: str, window: list[dict[str, str]]) -> RouteOutcome:
+        return RouteOutcome("auto", self.tool, [(self.tool, 1.0)], 0.0)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "answer", "asked", "ran"),
+    [
+        ("create a repository called nexus-demo", False, False, True),  # a command: --yes covers it
+        ("should nexus-demo be a private repository?", False, True, False),  # a question: asked, refused
+        ("should nexus-demo be a private repository?", True, True, True),  # asked, allowed
+    ],
+)
+def test_a_question_asks_before_a_write_even_with_yes(
+    engine: Engine, tools: dict[str, Tool], request_text: str, answer: bool, asked: bool, ran: bool
+) -> None:
+    """ "is acme-corp/web#77 mergeable?" was routed to merge_pull_request with the number grounded: --yes must
+    not turn a question into a merge."""
+    tool = tools["github__create_repository"]
+    assert tool.declares_write
+    calls: list[Any] = []
+    questions: list[str] = []
+    deps = _deps(engine, _RoutesTo(tool.qualified_name), tools, calls, CallResult("{}", False), yes=True)
+    deps.confirm = lambda name, args, ann: questions.append(name) is None and answer
+    convo = Conversation()
+    events: list[Event] = []
+    run_turn(deps, convo, request_text, events.append)
+    assert questions == ([tool.qualified_name] if asked else [])
+    assert bool(calls) == ran and len(convo.turns) == int(ran), [e.type for e in events]
+    if not ran:
+        assert events[-1].type == "error" and events[-1].stage == "confirm"  # type: ignore[union-attr]
+        assert "question" in events[-1].message and "--yes" in events[-1].message  # type: ignore[union-attr]
 
 
 def test_a_call_that_changed_something_is_answered_as_done_a_read_as_data(
