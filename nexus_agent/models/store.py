@@ -122,6 +122,13 @@ def _pypi_dir() -> Path:
     return cache_dir("pypi")
 
 
+def _pip_download(spec: str, dest: Path, kind: str) -> subprocess.CompletedProcess[str]:
+    """``pip download --no-deps`` of one pinned ``spec`` into ``dest``; ``kind`` is ``--only-binary`` (a wheel) or
+    ``--no-binary`` (the sdist)."""
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", kind, ":all:", "-q", "--disable-pip-version-check"]
+    return subprocess.run([*cmd, "-d", str(dest), spec], capture_output=True, text=True)
+
+
 def _download_wheel(package: str, version: str) -> Path:
     """``pip download`` one pinned wheel (no dependencies) and return its path."""
     dest = _pypi_dir()
@@ -129,21 +136,7 @@ def _download_wheel(package: str, version: str) -> Path:
     found = sorted(dest.glob(f"{norm}-{version}-*.whl"))
     if found:
         return found[0]
-    cmd = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--only-binary",
-        ":all:",
-        "-q",
-        "--disable-pip-version-check",
-        "-d",
-        str(dest),
-        f"{package}=={version}",
-    ]
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    res = _pip_download(f"{package}=={version}", dest, "--only-binary")
     found = sorted(dest.glob(f"{norm}-{version}-*.whl"))
     if res.returncode != 0 or not found:
         detail = [ln for ln in (res.stderr or res.stdout).splitlines() if ln.strip() and "WARNING" not in ln]
@@ -233,20 +226,7 @@ def llama_cpp_sdist() -> Path:
     d = cache_dir("sdist")
     name = f"llama_cpp_python-{LLAMA_CPP_VERSION}.tar.gz"
     if not (d / name).exists():
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--no-binary",
-            ":all:",
-            "-q",
-            "-d",
-            str(d),
-            f"llama-cpp-python=={LLAMA_CPP_VERSION}",
-        ]
-        res = subprocess.run(cmd, capture_output=True, text=True)
+        res = _pip_download(f"llama-cpp-python=={LLAMA_CPP_VERSION}", d, "--no-binary")
         if res.returncode != 0 or not (d / name).exists():
             raise ModelError(f"could not get the llama-cpp-python=={LLAMA_CPP_VERSION} sdist from PyPI")
     return d / name
