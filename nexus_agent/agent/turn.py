@@ -3,7 +3,8 @@
 1. route the request (retrieval; escalations are decided in the sidecar over the pruned window);
 2. write arguments in the main context over the compressed signature, under the schema's grammar;
 3. validate (one repair attempt inside the writer); a tool that may write must not act on an object (issue,
-   PR, comment …) whose identifier the conversation never gave;
+   PR, comment …) whose identifier the conversation never gave (a question that names none of them is answered
+   without the tool: it was not about one);
 4. ask for confirmation when the tool is destructive or not declared read-only (unless ``auto_yes``; a question
    routed to a tool that declares a write asks even then);
 5. call the tool (on the MCP event loop);
@@ -22,7 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from nexus_agent.agent.args import ArgumentWriter, ungrounded_identifiers
 from nexus_agent.agent.events import (
@@ -161,84 +162,10 @@ def _run_turn(
                 latency_ms=route.latency_ms,
             )
         )
-        if route.tool is not None:
-            tool = deps.tools().get(route.tool)
-            if tool is None:
-                emit(ErrorEvent(stage="route", message=f"routed to {route.tool}, which is no longer offered"))
-                return
-            check()
-            result = ArgumentWriter(eng).write(tool, request, window)
-            if result.arguments is None:
-                emit(
-                    ErrorEvent(
-                        stage="arguments",
-                        message=f"could not write valid arguments for {tool.name}: {result.schema_error}",
-                    )
-                )
-                return
-            args = result.arguments
-            annotations = deps.annotations(route.tool)
-            may_write = needs_confirmation(annotations)
-            # A write must act on an object the user named: a made-up issue or PR number would change the wrong
-            # one (reads are left alone: a wrong read changes nothing, and read-only tools such as
-            # sequentialthinking take counters named like identifiers).
-            made_up = ungrounded_identifiers(tool, args, request, window) if may_write else {}
-            if made_up:
-                emit(
-                    ErrorEvent(
-                        stage="arguments",
-                        message=(
-                            f"{tool.name} needs {', '.join(made_up)}, which the conversation does not give "
-                            f"(the model wrote {json.dumps(made_up, ensure_ascii=False)}), so it was not run; "
-                            "say which one you mean"
-                        ),
-                    )
-                )
-                return
-            # A question is answered, not acted on, so --yes does not cover a write routed from one: "is
-            # acme-corp/web#77 mergeable?" went to merge_pull_request (the PR number grounded), and --yes would have
-            # merged it. Only tools that declare a write (readOnlyHint: false) count, as for the routing penalty:
-            # google-maps or slack declare nothing, and their reads are questions.
-            question_to_writer = tool.declares_write and is_question(request)
-            confirmed = True
-            if may_write and (question_to_writer or not deps.auto_yes):
-                confirmed = bool(deps.confirm and deps.confirm(route.tool, args, annotations))
-            emit(ToolCallEvent(name=tool.name, server=tool.server, arguments=args, confirmed=confirmed))
-            if not confirmed:
-                why = (
-                    "the request is a question, and a question does not run a tool that changes data without a "
-                    "yes, even with --yes; ask for the change itself to run it"
-                    if question_to_writer and deps.auto_yes
-                    else "it can modify data and was not confirmed (pass --yes to allow such tools)"
-                )
-                emit(ErrorEvent(stage="confirm", message=f"{tool.name} was not run: {why}"))
-                return
-            check()
-            try:
-                out = deps.call_tool(route.tool, args)
-            except Exception as e:
-                emit(ErrorEvent(stage="tool", message=f"{tool.name} failed: {e}"))
-                return
-            short = surrogate(out.text)
-            turn.tool, turn.arguments, turn.tool_result = route.tool, args, short
-            emit(ToolResultEvent(name=tool.name, is_error=out.is_error, text=short, chars=len(out.text)))
-            data = out.text if len(out.text) <= MAX_TOOL_CHARS else out.text[:MAX_TOOL_CHARS] + " …(truncated)"
-            # a write's empty output is its success; a read's means it found nothing, which answers nothing
-            template = (
-                TOOL_ERROR
-                if out.is_error
-                else TOOL_DONE
-                if may_write
-                else TOOL_EMPTY
-                if carries_nothing(out.text)
-                else TOOL_DATA
-            )
-            answer = template.format(
-                tool=tool.name, args=json.dumps(args, ensure_ascii=False), data=data, request=request
-            )
-            messages = [{"role": "system", "content": SYSTEM_MAIN}, *window, {"role": "user", "content": answer}]
-            seq = MAIN
-        else:
+        used = _use_tool(deps, route, request, window, emit, check, turn) if route.tool is not None else _WITHOUT_TOOL
+        if used is None:
+            return
+        if used is _WITHOUT_TOOL:
             # No tool: answer in the sidecar under the system prompt without the JSON-argument rules (see
             # prompts.NO_TOOL), so the main context keeps its cached prefix for the next turn.
             messages = [
@@ -247,6 +174,8 @@ def _run_turn(
                 {"role": "user", "content": NO_TOOL.format(request=request)},
             ]
             seq = SIDECAR
+        else:
+            messages, seq = used
 
         def on_token(text: str) -> None:
             partial.append(text)
@@ -264,3 +193,101 @@ def _run_turn(
         turn.answer = gen.text.strip()
         convo.turns.append(turn)
         emit(AnswerEvent(text=turn.answer))
+
+
+# sentinel of _use_tool: answer the request without a tool (compared by identity)
+_WITHOUT_TOOL: Final[tuple[list[dict[str, str]], int]] = ([], SIDECAR)
+
+
+def _use_tool(
+    deps: TurnDeps,
+    route: RouteOutcome,
+    request: str,
+    window: list[dict[str, str]],
+    emit: Emit,
+    check: Callable[[], None],
+    turn: Turn,
+) -> tuple[list[dict[str, str]], int] | None:
+    """Write arguments for ``route.tool``, hold or run it, and build the answer prompt: (messages, sequence), or
+    None when the turn stops here (an error was emitted), or ``_WITHOUT_TOOL``."""
+    assert route.tool is not None
+    eng = deps.engine
+    tool = deps.tools().get(route.tool)
+    if tool is None:
+        emit(ErrorEvent(stage="route", message=f"routed to {route.tool}, which is no longer offered"))
+        return None
+    check()
+    result = ArgumentWriter(eng).write(tool, request, window)
+    if result.arguments is None:
+        emit(
+            ErrorEvent(
+                stage="arguments",
+                message=f"could not write valid arguments for {tool.name}: {result.schema_error}",
+            )
+        )
+        return None
+    args = result.arguments
+    annotations = deps.annotations(route.tool)
+    may_write = needs_confirmation(annotations)
+    # A write must act on an object the user named: a made-up issue or PR number would change the wrong
+    # one (reads are left alone: a wrong read changes nothing, and read-only tools such as
+    # sequentialthinking take counters named like identifiers).
+    made_up = ungrounded_identifiers(tool, args, request, window) if may_write else {}
+    # A question is answered, not acted on, so --yes does not cover a write routed from one: "is
+    # acme-corp/web#77 mergeable?" went to merge_pull_request (the PR number grounded), and --yes would have
+    # merged it. Only tools that declare a write (readOnlyHint: false) count, as for the routing penalty:
+    # google-maps or slack declare nothing, and their reads are questions.
+    question_to_writer = tool.declares_write and is_question(request)
+    if made_up and question_to_writer:
+        # ... and a question that names none of the objects the write needs is not about one: "what's the
+        # difference between git merge and git rebase?" went to merge_pull_request and stopped with "say which one
+        # you mean". It is answered without the tool.
+        return _WITHOUT_TOOL
+    if made_up:
+        emit(
+            ErrorEvent(
+                stage="arguments",
+                message=(
+                    f"{tool.name} needs {', '.join(made_up)}, which the conversation does not give "
+                    f"(the model wrote {json.dumps(made_up, ensure_ascii=False)}), so it was not run; "
+                    "say which one you mean"
+                ),
+            )
+        )
+        return None
+    confirmed = True
+    if may_write and (question_to_writer or not deps.auto_yes):
+        confirmed = bool(deps.confirm and deps.confirm(route.tool, args, annotations))
+    emit(ToolCallEvent(name=tool.name, server=tool.server, arguments=args, confirmed=confirmed))
+    if not confirmed:
+        why = (
+            "the request is a question, and a question does not run a tool that changes data without a "
+            "yes, even with --yes; ask for the change itself to run it"
+            if question_to_writer and deps.auto_yes
+            else "it can modify data and was not confirmed (pass --yes to allow such tools)"
+        )
+        emit(ErrorEvent(stage="confirm", message=f"{tool.name} was not run: {why}"))
+        return None
+    check()
+    try:
+        out = deps.call_tool(route.tool, args)
+    except Exception as e:
+        emit(ErrorEvent(stage="tool", message=f"{tool.name} failed: {e}"))
+        return None
+    short = surrogate(out.text)
+    turn.tool, turn.arguments, turn.tool_result = route.tool, args, short
+    emit(ToolResultEvent(name=tool.name, is_error=out.is_error, text=short, chars=len(out.text)))
+    data = out.text if len(out.text) <= MAX_TOOL_CHARS else out.text[:MAX_TOOL_CHARS] + " …(truncated)"
+    # a write's empty output is its success; a read's means it found nothing, which answers nothing
+    template = (
+        TOOL_ERROR
+        if out.is_error
+        else TOOL_DONE
+        if may_write
+        else TOOL_EMPTY
+        if carries_nothing(out.text)
+        else TOOL_DATA
+    )
+    answer = template.format(tool=tool.name, args=json.dumps(args, ensure_ascii=False), data=data, request=request)
+    messages = [{"role": "system", "content": SYSTEM_MAIN}, *window, {"role": "user", "content": answer}]
+    return messages, MAIN

@@ -163,6 +163,18 @@ def test_bad_config_names_file_key_and_problem(tmp_path: Path) -> None:
     assert "bad.json" in err and "mcpServers.github.command" in err
 
 
+def test_a_question_about_no_named_object_is_answered_not_refused(agent: SyncNexusAgent) -> None:
+    """Retrieval sends this conceptual question to merge_pull_request (auto); the model then makes up a PR number.
+    It was refused with "say which one you mean"; a question that names none of a write's objects is answered."""
+    before = len(agent.agent.conversation.turns)
+    events = agent.run("what's the difference between git merge and git rebase, conceptually?")
+    route = events[0]
+    assert route.type == "route" and route.tool == "github__merge_pull_request", route  # the case guarded
+    assert not any(e.type in ("tool_call", "error") for e in events), [e.type for e in events]
+    assert events[-1].type == "answer" and events[-1].text.strip(), events[-1]  # type: ignore[union-attr]
+    assert len(agent.agent.conversation.turns) == before + 1
+
+
 def test_a_question_does_not_merge_even_with_yes(tmp_path: Path) -> None:
     """Retrieval sends "is acme/web#2 mergeable?" to merge_pull_request (auto, the number grounded): with --yes the
     question merged the PR. Now the agent asks, and answered no, nothing runs."""

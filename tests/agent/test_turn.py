@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from nexus_agent.agent.args import ArgumentWriter
 from nexus_agent.agent.events import Event
 from nexus_agent.agent.history import Conversation, carries_nothing, surrogate
 from nexus_agent.agent.prompts import SYSTEM_CHAT
@@ -173,6 +175,42 @@ def test_a_question_asks_before_a_write_even_with_yes(
     if not ran:
         assert events[-1].type == "error" and events[-1].stage == "confirm"  # type: ignore[union-attr]
         assert "question" in events[-1].message and "--yes" in events[-1].message  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("request_text", "answered"),
+    [
+        ("what's the difference between merge and rebase?", True),  # a question about no PR in particular
+        ("merge the pull request in acme/api", False),  # a command: which one? (an error names pullNumber)
+    ],
+)
+def test_a_question_naming_none_of_a_writes_objects_is_answered_without_it(
+    engine: Engine,
+    tools: dict[str, Tool],
+    chats: list[Any],
+    monkeypatch: pytest.MonkeyPatch,
+    request_text: str,
+    answered: bool,
+) -> None:
+    tool = tools["github__merge_pull_request"]
+    assert tool.declares_write and "pullNumber" in (tool.input_schema.get("required") or [])
+    # the arguments a model writes when the request names no PR (the tiny model cannot write valid ones here)
+    written = SimpleNamespace(arguments={"owner": "acme", "repo": "api", "pullNumber": 5}, schema_error=None)
+    monkeypatch.setattr(ArgumentWriter, "write", lambda self, *a, **k: written)
+    calls: list[Any] = []
+    convo = Conversation()
+    events: list[Event] = []
+    deps = _deps(engine, _RoutesTo(tool.qualified_name), tools, calls, CallResult("{}", False), yes=True)
+    run_turn(deps, convo, request_text, events.append)
+    assert calls == [] and not any(e.type == "tool_call" for e in events)
+    if answered:
+        assert events[-1].type == "answer", [e.type for e in events]
+        assert chats[-1][0]["content"] == SYSTEM_CHAT  # the no-tool answer prompt
+        assert len(convo.turns) == 1 and convo.turns[0].tool is None
+    else:
+        err = events[-1]
+        assert err.type == "error" and err.stage == "arguments" and "pullNumber" in err.message, err  # type: ignore[union-attr]
+        assert convo.turns == []
 
 
 def test_a_call_that_changed_something_is_answered_as_done_a_read_as_data(
