@@ -284,6 +284,17 @@ def ungrounded_identifiers(
     }
 
 
+def gives_a_required_value(tool: Tool, args: Mapping[str, Any], request: str, history: list[dict[str, str]]) -> bool:
+    """Whether the conversation gives the value of at least one required argument the model wrote. A question
+    routed to a write that gives none is about no object in particular ("what's the difference between a fork and
+    a clone?" → ``fork_repository {"owner": "example", "repo": "example"}``)."""
+    props = tool.input_schema.get("properties") or {}
+    text = conversation_text(request, history)
+    tw = words(text)
+    required = set(tool.input_schema.get("required") or [])
+    return any(_grounded(v, props.get(k) or {}, k, text, tw) for k, v in args.items() if k in required)
+
+
 def validate(tool: Tool, args: Any) -> str | None:
     """None when ``args`` validate against the tool's schema, else a one-line reason naming the field."""
     if not isinstance(args, dict):

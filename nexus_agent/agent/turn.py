@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from nexus_agent.agent.args import ArgumentWriter, ungrounded_identifiers
+from nexus_agent.agent.args import ArgumentWriter, gives_a_required_value, ungrounded_identifiers
 from nexus_agent.agent.events import (
     AnswerEvent,
     Candidate,
@@ -238,10 +238,11 @@ def _use_tool(
     # merged it. Only tools that declare a write (readOnlyHint: false) count, as for the routing penalty:
     # google-maps or slack declare nothing, and their reads are questions.
     question_to_writer = tool.declares_write and is_question(request)
-    if made_up and question_to_writer:
+    if question_to_writer and (made_up or not gives_a_required_value(tool, args, request, window)):
         # ... and a question that names none of the objects the write needs is not about one: "what's the
         # difference between git merge and git rebase?" went to merge_pull_request and stopped with "say which one
-        # you mean". It is answered without the tool.
+        # you mean"; "… between a fork and a clone?" to fork_repository {"owner": "example", "repo": "example"},
+        # held for a yes. It is answered without the tool.
         return _WITHOUT_TOOL
     if made_up:
         emit(

@@ -157,12 +157,21 @@ class _RoutesTo:
     ],
 )
 def test_a_question_asks_before_a_write_even_with_yes(
-    engine: Engine, tools: dict[str, Tool], request_text: str, answer: bool, asked: bool, ran: bool
+    engine: Engine,
+    tools: dict[str, Tool],
+    monkeypatch: pytest.MonkeyPatch,
+    request_text: str,
+    answer: bool,
+    asked: bool,
+    ran: bool,
 ) -> None:
     """ "is acme-corp/web#77 mergeable?" was routed to merge_pull_request with the number grounded: --yes must
     not turn a question into a merge."""
     tool = tools["github__create_repository"]
     assert tool.declares_write
+    # the arguments a model writes here, fixed: the question case depends on them naming the repository
+    out = SimpleNamespace(arguments={"name": "nexus-demo", "private": True}, schema_error=None)
+    monkeypatch.setattr(ArgumentWriter, "write", lambda self, *a, **k: out)
     calls: list[Any] = []
     questions: list[str] = []
     deps = _deps(engine, _RoutesTo(tool.qualified_name), tools, calls, CallResult("{}", False), yes=True)
@@ -177,11 +186,21 @@ def test_a_question_asks_before_a_write_even_with_yes(
         assert "question" in events[-1].message and "--yes" in events[-1].message  # type: ignore[union-attr]
 
 
+_MERGE_ARGS = {"owner": "acme", "repo": "api", "pullNumber": 5}
+_FORK_ARGS = {"owner": "example", "repo": "example"}
+
+
 @pytest.mark.parametrize(
-    ("request_text", "answered"),
+    ("name", "written", "request_text", "outcome"),
     [
-        ("what's the difference between merge and rebase?", True),  # a question about no PR in particular
-        ("merge the pull request in acme/api", False),  # a command: which one? (an error names pullNumber)
+        # a question about no PR in particular: the PR number is made up
+        ("merge_pull_request", _MERGE_ARGS, "what's the difference between merge and rebase?", "answered"),
+        # a command: which one? (an error names pullNumber)
+        ("merge_pull_request", _MERGE_ARGS, "merge the pull request in acme/api", "arguments"),
+        # no identifier made up, but no value the conversation gives: not about a repository either
+        ("fork_repository", _FORK_ARGS, "what's the difference between a fork and a clone?", "answered"),
+        # the question names the repository: held for a yes (none here)
+        ("fork_repository", {"owner": "acme", "repo": "api"}, "should I fork acme/api?", "confirm"),
     ],
 )
 def test_a_question_naming_none_of_a_writes_objects_is_answered_without_it(
@@ -189,27 +208,31 @@ def test_a_question_naming_none_of_a_writes_objects_is_answered_without_it(
     tools: dict[str, Tool],
     chats: list[Any],
     monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    written: dict[str, Any],
     request_text: str,
-    answered: bool,
+    outcome: str,
 ) -> None:
-    tool = tools["github__merge_pull_request"]
-    assert tool.declares_write and "pullNumber" in (tool.input_schema.get("required") or [])
-    # the arguments a model writes when the request names no PR (the tiny model cannot write valid ones here)
-    written = SimpleNamespace(arguments={"owner": "acme", "repo": "api", "pullNumber": 5}, schema_error=None)
-    monkeypatch.setattr(ArgumentWriter, "write", lambda self, *a, **k: written)
+    tool = tools[f"github__{name}"]
+    assert tool.declares_write
+    # the arguments a model writes for these requests (the tiny model cannot write valid ones here)
+    out = SimpleNamespace(arguments=dict(written), schema_error=None)
+    monkeypatch.setattr(ArgumentWriter, "write", lambda self, *a, **k: out)
     calls: list[Any] = []
     convo = Conversation()
     events: list[Event] = []
     deps = _deps(engine, _RoutesTo(tool.qualified_name), tools, calls, CallResult("{}", False), yes=True)
     run_turn(deps, convo, request_text, events.append)
-    assert calls == [] and not any(e.type == "tool_call" for e in events)
-    if answered:
+    assert calls == []
+    if outcome == "answered":
+        assert not any(e.type == "tool_call" for e in events)
         assert events[-1].type == "answer", [e.type for e in events]
         assert chats[-1][0]["content"] == SYSTEM_CHAT  # the no-tool answer prompt
         assert len(convo.turns) == 1 and convo.turns[0].tool is None
     else:
         err = events[-1]
-        assert err.type == "error" and err.stage == "arguments" and "pullNumber" in err.message, err  # type: ignore[union-attr]
+        assert err.type == "error" and err.stage == outcome, err
+        assert outcome != "arguments" or "pullNumber" in err.message  # type: ignore[union-attr]
         assert convo.turns == []
 
 
