@@ -285,14 +285,17 @@ def ungrounded_identifiers(
 
 
 def gives_a_required_value(tool: Tool, args: Mapping[str, Any], request: str, history: list[dict[str, str]]) -> bool:
-    """Whether the conversation gives the value of at least one required argument the model wrote. A question
+    """Whether the conversation gives the value of at least one required argument the model wrote (True when
+    it wrote none: a tool that needs no object, such as ``mark_all_notifications_read``, is about none). A question
     routed to a write that gives none is about no object in particular ("what's the difference between a fork and
     a clone?" → ``fork_repository {"owner": "example", "repo": "example"}``)."""
     props = tool.input_schema.get("properties") or {}
+    required = [(k, v) for k, v in args.items() if k in set(tool.input_schema.get("required") or [])]
+    if not required:
+        return True
     text = conversation_text(request, history)
     tw = words(text)
-    required = set(tool.input_schema.get("required") or [])
-    return any(_grounded(v, props.get(k) or {}, k, text, tw) for k, v in args.items() if k in required)
+    return any(_grounded(v, props.get(k) or {}, k, text, tw) for k, v in required)
 
 
 def validate(tool: Tool, args: Any) -> str | None:

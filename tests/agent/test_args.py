@@ -11,6 +11,7 @@ from nexus_agent.agent.args import (
     _ANY_OBJECT,
     arg_view,
     drop_ungrounded,
+    gives_a_required_value,
     grammar_for,
     ungrounded_identifiers,
     validate,
@@ -133,6 +134,21 @@ def test_made_up_identifiers_are_found_given_ones_are_not(reg: Registry) -> None
     assert list(ungrounded_identifiers(page, moved, "move my notes page under Projects")) == ["page_id"]
     assert ungrounded_identifiers(page, moved, "move page 59833787-2cf9-4fdf-8782-e53db20768a5 under x") == {}
     assert ungrounded_identifiers(pr, {**args, "owner": "someone"}, "retitle PR 1") == {}
+
+
+def test_a_required_value_is_given_by_the_conversation_or_not(reg: Registry) -> None:
+    fork = reg.find("fork_repository", "github")
+    made_up = {"owner": "example", "repo": "example"}
+    assert not gives_a_required_value(fork, made_up, "what's the difference between a fork and a clone?", [])
+    assert gives_a_required_value(fork, {"owner": "acme", "repo": "api"}, "should I fork acme/api?", [])
+    said = [{"role": "user", "content": "show me example/example"}]
+    assert gives_a_required_value(fork, made_up, "should I fork it?", said)  # from an earlier message
+    # optional values do not count ("organization" is optional)
+    assert not gives_a_required_value(fork, {**made_up, "organization": "acme"}, "fork or clone for acme?", [])
+    # a tool that needs no object is not "about none"
+    mark = reg.find("mark_all_notifications_read", "github")
+    assert not (mark.input_schema.get("required") or [])
+    assert gives_a_required_value(mark, {}, "can I mark all my notifications read?", [])
 
 
 def test_checker_matches_bfcl_rules(reg: Registry) -> None:
