@@ -19,25 +19,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from common import NO_TOOL, ROOT
+from common import NO_TOOL, ROOT, SHARED
 
 import nexus_agent.agent.turn as turn
 from nexus_agent.agent.api import AgentConfig, SyncNexusAgent
 from nexus_agent.agent.history import Conversation
+from nexus_agent.registry import load_registry
 from nexus_agent.routing.query import is_question
+from nexus_agent.sandbox.github import sandbox_mcp_config
 
 
 def _config(d: Path) -> Path:
-    cfg = {"mcpServers": {"github": {"command": sys.executable, "args": ["-m", "nexus_agent.sandbox.github"]}}}
-    cfg["mcpServers"]["github"]["args"] += ["--data-dir", str(d / "gh")]
     path = d / "mcp.json"
-    path.write_text(json.dumps(cfg))
+    path.write_text(json.dumps(sandbox_mcp_config(d / "gh")))
     return path
 
 
@@ -86,9 +85,7 @@ def main() -> None:
     args = ap.parse_args()
     queries = [json.loads(line)["query"] for line in NO_TOOL.read_text().splitlines() if line.strip()]
     queries = queries[: args.limit] if args.limit else queries
-    from nexus_agent.registry import load_registry
-
-    reg = load_registry(ROOT.parent / "shared" / "mcp-registry")
+    reg = load_registry(SHARED / "mcp-registry")
     writes = {t.qualified_name for t in reg.profile(None) if t.declares_write}
     after = run_arm(args.model, queries, writes)
     redo = [r["query"] for r in after if r["question_to_write"]]

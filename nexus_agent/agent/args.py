@@ -290,7 +290,8 @@ def gives_a_required_value(tool: Tool, args: Mapping[str, Any], request: str, hi
     routed to a write that gives none is about no object in particular ("what's the difference between a fork and
     a clone?" → ``fork_repository {"owner": "example", "repo": "example"}``)."""
     props = tool.input_schema.get("properties") or {}
-    required = [(k, v) for k, v in args.items() if k in set(tool.input_schema.get("required") or [])]
+    names = set(tool.input_schema.get("required") or [])
+    required = [(k, v) for k, v in args.items() if k in names]
     if not required:
         return True
     text = conversation_text(request, history)

@@ -14,22 +14,15 @@ import pytest
 
 from nexus_agent.agent.api import AgentConfig, SyncNexusAgent
 from nexus_agent.agent.history import carries_nothing
+from nexus_agent.sandbox.github import sandbox_mcp_config
 
 pytestmark = pytest.mark.real_model
 
 
 def _sandbox_config(d: Path) -> Path:
-    """An MCP config that starts the GitHub sandbox over stdio, with its data in ``d``."""
-    cfg = {
-        "mcpServers": {
-            "github": {
-                "command": sys.executable,
-                "args": ["-m", "nexus_agent.sandbox.github", "--data-dir", str(d / "gh")],
-            }
-        }
-    }
+    """An MCP config file that starts the GitHub sandbox over stdio, with its data in ``d``."""
     path = d / "mcp.json"
-    path.write_text(json.dumps(cfg))
+    path.write_text(json.dumps(sandbox_mcp_config(d / "gh")))
     return path
 
 

@@ -1,6 +1,7 @@
 """An offline GitHub MCP server: the exact ``github_all`` tool definitions over SQLite + local git.
 
-``sandbox_server_params(data_dir)`` gives the stdio launch parameters for an MCP client; the server
+``sandbox_server_params(data_dir)`` gives the stdio launch parameters for an MCP client, and
+``sandbox_mcp_config(data_dir)`` the same as an ``mcpServers`` config; the server
 itself is ``python -m nexus_agent.sandbox.github`` (or ``nexus-agent sandbox github``).
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from mcp import StdioServerParameters
 from mcp.client.stdio import get_default_environment
@@ -32,3 +34,10 @@ def sandbox_server_params(data_dir: Path | None = None, *, reset: bool = False) 
     env = get_default_environment()
     env.update({k: os.environ[k] for k in _PASS_THROUGH_ENV if k in os.environ})
     return StdioServerParameters(command=sys.executable, args=args, env=env)
+
+
+def sandbox_mcp_config(data_dir: Path) -> dict[str, Any]:
+    """An ``mcpServers`` config (Claude Desktop / Cursor format) that starts the sandbox over stdio as ``github``,
+    with its data in ``data_dir``: for ``--config`` / ``AgentConfig.config_file`` with a private sandbox."""
+    params = sandbox_server_params(data_dir)
+    return {"mcpServers": {"github": {"command": params.command, "args": list(params.args)}}}
