@@ -1,5 +1,5 @@
-"""Typed events a turn emits, in order: ``route`` → (``tool_call`` → ``tool_result``) → ``token``… →
-``answer``; ``error`` may replace any step. Serialised with ``model_dump_json()`` for ``--json``."""
+"""Typed events a turn emits, in order: ``route`` → (``tool_call`` → ``tool_result`` | ``tool_skipped``) →
+``token``… → ``answer``; ``error`` may replace any step. Serialised with ``model_dump_json()`` for ``--json``."""
 
 from __future__ import annotations
 
@@ -46,6 +46,15 @@ class ToolResultEvent(_Event):
     chars: int
 
 
+class ToolSkippedEvent(_Event):
+    """The routed tool was not used and the request is answered without one; ``reason`` says why for people."""
+
+    type: Literal["tool_skipped"] = "tool_skipped"
+    name: str
+    server: str = ""
+    reason: str
+
+
 class TokenEvent(_Event):
     type: Literal["token"] = "token"
     text: str
@@ -65,6 +74,6 @@ class ErrorEvent(_Event):
 
 
 Event = Annotated[
-    RouteEvent | ToolCallEvent | ToolResultEvent | TokenEvent | AnswerEvent | ErrorEvent,
+    RouteEvent | ToolCallEvent | ToolResultEvent | ToolSkippedEvent | TokenEvent | AnswerEvent | ErrorEvent,
     Field(discriminator="type"),
 ]

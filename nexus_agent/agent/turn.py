@@ -35,6 +35,7 @@ from nexus_agent.agent.events import (
     TokenEvent,
     ToolCallEvent,
     ToolResultEvent,
+    ToolSkippedEvent,
 )
 from nexus_agent.agent.history import Conversation, Turn, carries_nothing, surrogate
 from nexus_agent.agent.prompts import (
@@ -242,7 +243,14 @@ def _use_tool(
         # ... and a question that names none of the objects the write needs is not about one: "what's the
         # difference between git merge and git rebase?" went to merge_pull_request and stopped with "say which one
         # you mean"; "… between a fork and a clone?" to fork_repository {"owner": "example", "repo": "example"},
-        # held for a yes. It is answered without the tool.
+        # held for a yes. It is answered without the tool, and says so (the route event still names the tool).
+        emit(
+            ToolSkippedEvent(
+                name=tool.name,
+                server=tool.server,
+                reason="the request is a question and names nothing this tool would change; answered without it",
+            )
+        )
         return _WITHOUT_TOOL
     if made_up:
         emit(

@@ -46,6 +46,8 @@ class _Printer:
         elif t == "tool_result":
             colour = "red" if ev.is_error else "green"
             self.c.print(f"[{colour}]← {ev.name}[/{colour}] [dim]{ev.text[:300]}[/dim]")
+        elif t == "tool_skipped":
+            self.c.print(f"[dim]· {ev.name} not used: {ev.reason}[/dim]")
         elif t == "token":
             self.c.print(ev.text, end="", markup=False, highlight=False)
             self.streaming = True

@@ -164,6 +164,7 @@ def test_a_question_about_no_named_object_is_answered_not_refused(agent: SyncNex
     route = events[0]
     assert route.type == "route" and route.tool == "github__merge_pull_request", route  # the case guarded
     assert not any(e.type in ("tool_call", "error") for e in events), [e.type for e in events]
+    assert [e.name for e in events if e.type == "tool_skipped"] == ["merge_pull_request"]  # type: ignore[union-attr]
     assert events[-1].type == "answer" and events[-1].text.strip(), events[-1]  # type: ignore[union-attr]
     assert len(agent.agent.conversation.turns) == before + 1
 
