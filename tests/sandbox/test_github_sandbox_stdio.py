@@ -198,29 +198,11 @@ async def test_squash_merge_of_seeded_pull_request(data_dir: Path) -> None:
 
 
 async def test_existing_file_needs_matching_sha(data_dir: Path) -> None:
+    write = {"owner": "acme", "repo": "web", "path": "README.md", "branch": "main", "message": "x", "content": "y"}
     async with stdio_session(data_dir) as s:
-        err = await call_err(
-            s,
-            "create_or_update_file",
-            owner="acme",
-            repo="web",
-            path="README.md",
-            branch="main",
-            message="x",
-            content="y",
-        )
+        err = await call_err(s, "create_or_update_file", **write)  # no sha for a file that exists
         assert "sha" in err and "409" in err
-        err = await call_err(
-            s,
-            "create_or_update_file",
-            owner="acme",
-            repo="web",
-            path="README.md",
-            branch="main",
-            message="x",
-            content="y",
-            sha="0" * 40,
-        )
+        err = await call_err(s, "create_or_update_file", **write, sha="0" * 40)
         assert "does not match" in err
 
 
