@@ -120,8 +120,24 @@ def summarize(results: Sequence[ItemResult], pool: int) -> dict[str, Any]:
     if none_items:
         out["no_tool_false_positive_rate"] = sum(r.result.tool is not None for r in none_items) / len(none_items)
         out["n_no_tool"] = len(none_items)
+    # The most a perfect final decision could score with this retrieval and gate: items the gate keeps
+    # final count as they are, an escalated item counts as right whenever its gold tool is in the pool
+    # (or it needs none). The gap to `accuracy` is the decision's; the rest is retrieval's and the gate's.
+    out["accuracy_ceiling"] = (
+        sum(
+            (not r.item.gold or any(c.key in r.item.gold for c in r.result.candidates))
+            if r.result.escalated
+            else r.correct
+            for r in results
+        )
+        / n
+        if n
+        else float("nan")
+    )
     if tool_items:
         out["tool_accuracy"] = sum(r.correct for r in tool_items) / len(tool_items)
+        kept = [r for r in tool_items if not r.result.escalated]
+        out["accuracy_auto"] = sum(r.correct for r in kept) / len(kept) if kept else float("nan")
         esc = [r for r in tool_items if r.result.escalated]
         out["accuracy_escalated"] = sum(r.correct for r in esc) / len(esc) if esc else float("nan")
         # what the escalated items would have scored with retrieval top-1 alone (does escalation help?)
@@ -142,7 +158,7 @@ def summary_line(s: dict[str, Any]) -> str:
     )
     if "no_tool_false_positive_rate" in s:
         line += f" no_tool_fp={s['no_tool_false_positive_rate']:.3f}"
-    return line
+    return line + f" ceiling={s['accuracy_ceiling']:.3f}"
 
 
 def write_json(path: Path, summary: dict[str, Any]) -> None:

@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nexus_agent.evaluation.routing import EvalItem, evaluate, load_eval, sample_allowed
+from nexus_agent.evaluation.routing import EvalItem, ItemResult, evaluate, load_eval, sample_allowed, summarize
 from nexus_agent.registry import Tool, load_registry
 from nexus_agent.routing.docs import tool_document
 from nexus_agent.routing.embedders.base import Embedder, Vectors
 from nexus_agent.routing.lexical import BM25Index, tokenize
 from nexus_agent.routing.rerank.base import Reranker, RerankResult
-from nexus_agent.routing.router import Router, RouterConfig
+from nexus_agent.routing.router import Candidate, Decision, Router, RouterConfig, RouteResult
 
 
 class HashEmbedder(Embedder):
@@ -373,3 +373,25 @@ def test_a_question_whose_top_tool_the_penalty_replaced_is_escalated_with_retrie
     # a command keeps its ranking and its decision
     cmd = "close acme/api#12"
     assert (base.route(cmd).tool, base.route(cmd).decision) == (pen.route(cmd).tool, pen.route(cmd).decision)
+
+
+def test_summary_splits_accuracy_between_the_gate_and_the_decision() -> None:
+    def item(gold: set[str], pool: list[str], tool: str | None, escalated: bool) -> ItemResult:
+        cands = [Candidate(k, 1.0 - i / 10, 0.0, 0.0) for i, k in enumerate(pool)]
+        decision: Decision = "escalated" if escalated else ("auto" if tool else "no-tool")
+        return ItemResult(
+            EvalItem("i", "q", gold), RouteResult(cands, decision, tool, 0.0, 1.0, escalated=escalated), 0
+        )
+
+    results = [
+        item({"a"}, ["a", "b"], "a", False),  # auto, right
+        item({"a"}, ["b", "a"], "b", False),  # auto, wrong: a perfect decision never sees it
+        item({"a"}, ["b", "a"], "b", True),  # escalated, wrong, gold in the pool: the decision's miss
+        item({"a"}, ["b", "c"], "b", True),  # escalated, gold not in the pool: retrieval's miss
+        item(set(), ["b"], "b", True),  # escalated no-tool request answered with a tool: the decision's miss
+    ]
+    s = summarize(results, pool=2)
+    assert s["accuracy"] == pytest.approx(1 / 5)
+    assert s["accuracy_ceiling"] == pytest.approx(3 / 5)
+    assert s["accuracy_auto"] == pytest.approx(1 / 2)
+    assert s["accuracy_escalated"] == pytest.approx(0.0)
