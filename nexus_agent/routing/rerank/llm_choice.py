@@ -1,10 +1,10 @@
 """Final decision by the local LLM over the candidates' compact signatures, constrained by the tool-name FSM.
 
-The prompt lists the pool (``name(…) — short description``, ~25 tokens each) plus ``none``; the model
-then writes a tool name, and :class:`TokenNameFSM` masks every token that would not continue one of the listed
-names, so it can only pick a real candidate (or ``none``). Scores are the log-softmax, over the allowed first
-tokens, of each candidate's first token: a cheap confidence for the report; the decision itself is the
-constrained greedy decode.
+The prompt lists the pool (``name(…) — short description``, ~25 tokens each; past the first ten, the name alone)
+plus ``none``; the model then writes a tool name, and :class:`TokenNameFSM` masks every token that would not
+continue one of the listed names, so it can only pick a real candidate (or ``none``). Scores are the log-softmax,
+over the allowed first tokens, of each candidate's first token: a cheap confidence for the report; the decision
+itself is the constrained greedy decode.
 """
 
 from __future__ import annotations
@@ -25,6 +25,13 @@ NONE = "none"
 # ``name(…) — 120 characters of description`` picked right 7 times vs 6 with up to six typed parameters and 80
 # characters, at half the prompt (median 547 vs 1,147 tokens, 18 vs 45 s per decision on a loaded machine).
 _SIG = SignatureOptions(max_params=0, tool_desc_chars=120)  # no parameter shown: enum/nesting limits are moot
+# Candidates below the first ten are listed by name alone: their descriptions cost prefill on every escalated
+# decision for candidates the model seldom takes. On the 98 dev-set pools the gate escalates (qwen1.5b) it picked
+# right 53 times either way (1 won and 1 lost on github_dev, 2 and 2 on mixed_dev), at a median prompt of 650 vs 783
+# tokens (github_dev); on 24 of them, same run, 6.3 vs 8.7 s per decision. Cutting the pool to ten instead tied as
+# well but loses the gold tool on 6 of those 98 requests (candidate recall).
+_DESCRIBED = 10
+_SIG_BARE = SignatureOptions(max_params=0, tool_desc_chars=0)
 # The instructions, then worked examples over a made-up ticket tracker (no registry or eval tool, no eval request).
 # The system message is the same for every decision, so its KV is reused and the examples cost no time after the
 # first one. Why: qwen1.5b, picking among near-duplicates, took a consolidated write tool's generic name for a
@@ -63,8 +70,8 @@ def display_names(candidates: Sequence[Tool]) -> list[str]:
 def build_messages(query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]]) -> list[dict[str, str]]:
     names = display_names(candidates)
     lines = []
-    for t, shown in zip(candidates, names, strict=True):
-        sig = signature(t, _SIG)
+    for i, (t, shown) in enumerate(zip(candidates, names, strict=True)):
+        sig = signature(t, _SIG if i < _DESCRIBED else _SIG_BARE)
         lines.append(f"- {shown}{sig[len(t.name) :]}" + (f" [{t.server}]" if shown == t.name else ""))
     lines.append(f"- {NONE} — no tool needed")
     ctx = history_text(history)
