@@ -77,6 +77,11 @@ class ItemResult:
             return self.result.tool is None
         return self.result.tool in self.item.gold
 
+    @property
+    def gold_in_pool(self) -> bool:
+        """An expected tool is among the candidates handed to the final decision."""
+        return any(c.key in self.item.gold for c in self.result.candidates)
+
 
 def evaluate(
     router: Router, items: Sequence[EvalItem], profile: Sequence[str], n_tools: int | None = None, seed: int = 0
@@ -110,7 +115,7 @@ def summarize(results: Sequence[ItemResult], pool: int) -> dict[str, Any]:
         "accuracy_ci95": list(wilson_ci(ok, n)),
         "slb_top1": sum(r.dense_rank is not None and r.dense_rank < 1 for r in tool_items) / nt,
         "slb_top3": sum(r.dense_rank is not None and r.dense_rank < 3 for r in tool_items) / nt,
-        "candidate_recall": sum(any(c.key in r.item.gold for c in r.result.candidates) for r in tool_items) / nt,
+        "candidate_recall": sum(r.gold_in_pool for r in tool_items) / nt,
         "escalation_rate": sum(r.result.escalated for r in results) / n if n else float("nan"),
         "latency_ms_p50": percentile(lat, 50),
         "latency_ms_p95": percentile(lat, 95),
@@ -124,13 +129,7 @@ def summarize(results: Sequence[ItemResult], pool: int) -> dict[str, Any]:
     # final count as they are, an escalated item counts as right whenever its gold tool is in the pool
     # (or it needs none). The gap to `accuracy` is the decision's; the rest is retrieval's and the gate's.
     out["accuracy_ceiling"] = (
-        sum(
-            (not r.item.gold or any(c.key in r.item.gold for c in r.result.candidates))
-            if r.result.escalated
-            else r.correct
-            for r in results
-        )
-        / n
+        sum((not r.item.gold or r.gold_in_pool) if r.result.escalated else r.correct for r in results) / n
         if n
         else float("nan")
     )
