@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from nexus_agent import defaults
 from nexus_agent.agent.events import ErrorEvent, Event
 from nexus_agent.agent.history import Conversation
 from nexus_agent.agent.turn import CallResult, TurnCancelled, TurnDeps, TurnRouter, run_turn
@@ -30,7 +31,7 @@ from nexus_agent.engine import Engine, EngineConfig
 from nexus_agent.registry import Tool
 from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
 
-DEFAULT_MODEL = "qwen1.5b"
+DEFAULT_MODEL = defaults.CHAT_MODEL
 
 ConfirmFn = Callable[[str, dict[str, Any], Mapping[str, Any] | None], bool | Awaitable[bool]]
 

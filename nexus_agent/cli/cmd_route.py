@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from nexus_agent import defaults
 from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 # qwen1.5b: the 0.5B model made escalated decisions *worse* than retrieval top-1 (0.38 vs 0.50, n=34), 1.5B better
 # (0.65 vs 0.47, n=17); see bench/results/routing_ablation.md
-DEFAULT_LLM = "qwen1.5b"
+DEFAULT_LLM = defaults.CHAT_MODEL
 
 RegistryOpt = Annotated[Path, typer.Option("--registry", help="registry folder (<server>/<tool>.json) or tool folder")]
 ProfileOpt = Annotated[str | None, typer.Option("--profile", help="profile name from profiles.json (default: all)")]

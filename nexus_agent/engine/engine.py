@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from nexus_agent import defaults
 from nexus_agent.llm import ContextConfig, LlamaContext, LlamaModel, Sampler
 
 MAIN, SIDECAR, SCRATCH = 0, 1, 2
@@ -35,7 +36,7 @@ TokenCallback = Callable[[str], None]
 class EngineConfig:
     """``model``: short name or GGUF path. ``n_ctx``: context size in tokens (all sequences share it)."""
 
-    model: str = "qwen1.5b"
+    model: str = defaults.CHAT_MODEL
     n_ctx: int = 8192
     n_batch: int = 512
     n_threads: int = 2

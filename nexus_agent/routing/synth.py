@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nexus_agent import defaults
 from nexus_agent.registry import Tool, load_registry
 from nexus_agent.routing.docs import DocConfig, split_identifier, tool_document
 from nexus_agent.routing.lexical import STOP_WORDS, tokenize
@@ -353,7 +354,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--registry", required=True)
     ap.add_argument("--profile", default=None)
-    ap.add_argument("--model", default="qwen1.5b", help="model short name or GGUF path (the shipped files: qwen1.5b)")
+    ap.add_argument(
+        "--model", default=defaults.CHAT_MODEL, help="model short name or GGUF path (the shipped files: qwen1.5b)"
+    )
     ap.add_argument("--style", choices=sorted(STYLES), default="short")
     ap.add_argument("--out", type=Path, default=None, help="cache file (default: the style's shipped file)")
     ap.add_argument("-n", type=int, default=None, help="requests per tool (default: the style's)")

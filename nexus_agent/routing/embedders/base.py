@@ -14,6 +14,8 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from nexus_agent import defaults
+
 Vectors = npt.NDArray[np.float32]
 
 
@@ -57,7 +59,7 @@ class Embedder(ABC):
 
 # Chosen by measurement on ../shared/eval (bench/results/routing_ablation.md): the MiniLM fine-tuned on
 # registry tool data beats stock MiniLM and nomic on both dev sets.
-DEFAULT_EMBEDDER = "minilm-tools"
+DEFAULT_EMBEDDER = defaults.EMBEDDER
 
 
 def weights_id(path: Path) -> str:

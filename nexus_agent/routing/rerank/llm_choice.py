@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from nexus_agent import defaults
 from nexus_agent.engine import common_prefix_len
 from nexus_agent.registry import Tool
 from nexus_agent.routing.rerank.base import Reranker, RerankResult, history_text, register_reranker
@@ -84,7 +85,9 @@ def build_messages(query: str, candidates: Sequence[Tool], history: Sequence[dic
 
 @register_reranker("llm-choice")
 class LLMChoiceReranker(Reranker):
-    def __init__(self, model: str = "qwen1.5b", n_threads: int = 2, llm: PrefixCachedLLM | None = None) -> None:
+    def __init__(
+        self, model: str = defaults.CHAT_MODEL, n_threads: int = 2, llm: PrefixCachedLLM | None = None
+    ) -> None:
         self.llm = llm or PrefixCachedLLM(model, n_threads=n_threads)
         m = self.llm.model
         # ChatML's <|im_end|> ends the name where the vocabulary has it; models without it end on EOS/newline.

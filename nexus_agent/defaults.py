@@ -1,0 +1,17 @@
+"""The defaults every entry point shares (CLI, Python API, evaluation, bench/), in one place.
+
+Why these: see docs/measurements.md (#default-chat-model, #default-embedder).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+CHAT_MODEL: Final = "qwen1.5b"
+"""Chat model short name (``nexus_agent.models.CATALOG``): arguments, answers and the LLM routing decision."""
+
+EMBEDDER: Final = "minilm-tools"
+"""Routing embedder backend (``nexus_agent.routing.embedders.EMBEDDERS``)."""
+
+RERANKER: Final = "llm-choice"
+"""The decision an escalated request goes to (``nexus_agent.routing.rerank.RERANKERS``); ``none``: retrieval top-1."""
