@@ -7,7 +7,7 @@ Outcomes: ``answered`` (no tool ran, a plain answer), ``tool ran`` (a false tool
 (a tool was picked and not run: confirmation refused or arguments refused; the turn ends with an error).
 
 Arms: ``agent`` as shipped, and ``before question holds``: the same agent with the request never read as a
-question by the turn (``turn.is_question`` → False), which is the turn before a question routed to a tool that
+question by the turn policy (``policy.is_question`` → False), which is the turn before a question routed to a tool that
 declares a write was held for a yes or answered without it. Only requests where the two can differ (a question
 routed to such a tool) are re-run in the second arm; the rest take the first arm's outcome, which is the same by
 construction (that code path reads nothing else). Writes ``bench/results/agent_relevance.{json,md}``.
@@ -26,7 +26,7 @@ from typing import Any
 
 from common import NO_TOOL, ROOT, SHARED
 
-import nexus_agent.agent.turn as turn
+import nexus_agent.agent.policy as policy
 from nexus_agent.agent.api import AgentConfig, SyncNexusAgent
 from nexus_agent.agent.history import Conversation
 from nexus_agent.registry import load_registry
@@ -89,12 +89,12 @@ def main() -> None:
     writes = {t.qualified_name for t in reg.profile(None) if t.declares_write}
     after = run_arm(args.model, queries, writes)
     redo = [r["query"] for r in after if r["question_to_write"]]
-    real = turn.is_question
-    turn.is_question = lambda q: False  # the turn before question holds
+    real = policy.is_question
+    policy.is_question = lambda q: False  # the policy before question holds
     try:
         changed = {r["query"]: r for r in run_arm(args.model, redo, writes)} if redo else {}
     finally:
-        turn.is_question = real
+        policy.is_question = real
     before = [changed.get(r["query"], r) for r in after]
     arms = {"agent": after, "before question holds": before}
     summary = {

@@ -23,11 +23,8 @@ from nexus_agent.engine import MAIN, Engine, Generation
 from nexus_agent.registry import Tool
 from nexus_agent.signature import SignatureOptions, signature, words
 
-# Parameter descriptions stay (dropping them all cost 3 of 134 github_dev items, mostly a consolidated tool's
-# `method`), except those that only restate the name ("owner /*Repository owner*/"): dropping those kept the same
-# 85/134 gold-tool argument accuracy with 26-35 fewer prompt tokens per turn. The tool's own description is left
-# out: routing has already chosen the tool, and the gold-tool argument accuracy without it was 221 vs 220 of the
-# 308 github_dev + mixed_dev tool items (with its first 120 characters), for 11-17 fewer prompt tokens.
+# Parameter descriptions stay, except those that only restate the name ("owner /*Repository owner*/"); the tool's
+# own description is left out, since routing has already chosen the tool (docs/measurements.md#argument-signature).
 ARG_SIGNATURE = SignatureOptions(max_enum=8, max_nested_keys=4, desc_chars=48, skip_restating_desc=True)
 
 
@@ -164,8 +161,7 @@ def arg_view(tool: Tool, context: str) -> Tool:
     ranked = [(r, k) for k in optional if (r := _prop_rank(props[k], k in named)) is not None]
     order = required + [k for _, k in sorted(ranked, key=lambda rk: -rk[0])]
     # A description helps bind a value the conversation supplies; for an optional parameter the conversation never
-    # names it only costs prompt tokens. Dropping those kept gold-tool argument accuracy at 85/134 on github_dev
-    # (one item won, one lost) with 22 fewer prompt tokens per turn (median 241 vs 263).
+    # names it only costs prompt tokens (docs/measurements.md#argument-signature).
     schema["properties"] = {
         k: props[k] if k in required or k in named else {kk: vv for kk, vv in props[k].items() if kk != "description"}
         for k in order
@@ -252,8 +248,7 @@ def ungrounded_identifiers(
 ) -> dict[str, Any]:
     """Required identifier arguments (``issue_number``, ``pullNumber``, ``page_id`` …) the conversation does not
     give, so the model made them up: name → value. The grammar makes the model write every required value, and with
-    none given it writes one (seen: "open a pull request from hotfix to main", routed to update_pull_request, got
-    ``pullNumber: 1``).
+    none given it writes one (docs/measurements.md#made-up-identifiers).
 
     Given means: in the request itself, or in an earlier message (the user's words or a tool's output) that also
     names the identifier's kind or writes it as ``#N``. "close issue 1" earlier does not give a pull request 1;

@@ -2,11 +2,11 @@
 
 1. route the request (retrieval; escalations are decided in the sidecar over the pruned window);
 2. write arguments in the main context over the compressed signature, under the schema's grammar;
-3. validate (one repair attempt inside the writer); a tool that may write must not act on an object (issue,
-   PR, comment …) whose identifier the conversation never gave (a question that names none of them is answered
-   without the tool: it was not about one);
-4. ask for confirmation when the tool is destructive or not declared read-only (unless ``auto_yes``; a question
-   routed to a tool that declares a write asks even then);
+3. validate (one repair attempt inside the writer);
+4. apply the turn policy (:func:`nexus_agent.agent.policy.decide`): run the tool, ask first (a tool that may write,
+   unless ``auto_yes``; a question routed to a tool that declares a write asks even then), answer without it (a
+   question that names none of a write's objects was not about one), or refuse (a write to an object whose
+   identifier the conversation never gave);
 5. call the tool (on the MCP event loop);
 6. keep only a surrogate of the output in the history;
 7. stream the final answer (with no tool: in the sidecar, under a system prompt without the argument rules,
@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from nexus_agent.agent.args import ArgumentWriter, gives_a_required_value, ungrounded_identifiers
+from nexus_agent.agent.args import ArgumentWriter
 from nexus_agent.agent.events import (
     AnswerEvent,
     Candidate,
@@ -38,6 +38,8 @@ from nexus_agent.agent.events import (
     ToolSkippedEvent,
 )
 from nexus_agent.agent.history import Conversation, Turn, carries_nothing, surrogate
+from nexus_agent.agent.policy import Ask, Refuse, Skip, decide
+from nexus_agent.agent.policy import needs_confirmation as needs_confirmation  # re-exported: tests import it here
 from nexus_agent.agent.prompts import (
     NO_TOOL,
     SYSTEM_CHAT,
@@ -49,7 +51,6 @@ from nexus_agent.agent.prompts import (
 )
 from nexus_agent.engine import MAIN, SIDECAR, Engine
 from nexus_agent.registry import Tool
-from nexus_agent.routing.query import is_question
 
 MAX_TOOL_CHARS = 6000  # tool output shown to the answer step; the history keeps only the surrogate
 
@@ -86,18 +87,6 @@ class TurnCancelled(BaseException):
 
 def _never() -> bool:
     return False
-
-
-def needs_confirmation(annotations: Mapping[str, Any] | None) -> bool:
-    """MCP annotations: destructive tools, and tools that do not declare themselves read-only, need a yes.
-
-    ``destructiveHint`` defaults to true in the MCP spec when a tool is not read-only, so a missing
-    ``readOnlyHint`` is treated as "may write".
-    """
-    ann = annotations or {}
-    if ann.get("destructiveHint") is True:
-        return True
-    return ann.get("readOnlyHint") is not True
 
 
 @dataclass
@@ -229,53 +218,20 @@ def _use_tool(
         return None
     args = result.arguments
     annotations = deps.annotations(route.tool)
-    may_write = needs_confirmation(annotations)
-    # A write must act on an object the user named: a made-up issue or PR number would change the wrong
-    # one (reads are left alone: a wrong read changes nothing, and read-only tools such as
-    # sequentialthinking take counters named like identifiers).
-    made_up = ungrounded_identifiers(tool, args, request, window) if may_write else {}
-    # A question is answered, not acted on, so --yes does not cover a write routed from one: "is
-    # acme-corp/web#77 mergeable?" went to merge_pull_request (the PR number grounded), and --yes would have
-    # merged it. Only tools that declare a write (readOnlyHint: false) count, as for the routing penalty:
-    # google-maps or slack declare nothing, and their reads are questions.
-    question_to_writer = tool.declares_write and is_question(request)
-    if question_to_writer and (made_up or not gives_a_required_value(tool, args, request, window)):
-        # ... and a question that names none of the objects the write needs is not about one: "what's the
-        # difference between git merge and git rebase?" went to merge_pull_request and stopped with "say which one
-        # you mean"; "… between a fork and a clone?" to fork_repository {"owner": "example", "repo": "example"},
-        # held for a yes. It is answered without the tool, and says so (the route event still names the tool).
-        emit(
-            ToolSkippedEvent(
-                name=tool.name,
-                server=tool.server,
-                reason="the request is a question and names nothing this tool would change; answered without it",
-            )
-        )
+    decision = decide(tool, annotations, args, request, window, deps.auto_yes)
+    if isinstance(decision, Skip):
+        # the route event still names the tool; this says why it was not used
+        emit(ToolSkippedEvent(name=tool.name, server=tool.server, reason=decision.reason))
         return _WITHOUT_TOOL
-    if made_up:
-        emit(
-            ErrorEvent(
-                stage="arguments",
-                message=(
-                    f"{tool.name} needs {', '.join(made_up)}, which the conversation does not give "
-                    f"(the model wrote {json.dumps(made_up, ensure_ascii=False)}), so it was not run; "
-                    "say which one you mean"
-                ),
-            )
-        )
+    if isinstance(decision, Refuse):
+        emit(ErrorEvent(stage="arguments", message=decision.reason))
         return None
     confirmed = True
-    if may_write and (question_to_writer or not deps.auto_yes):
+    if isinstance(decision, Ask):
         confirmed = bool(deps.confirm and deps.confirm(route.tool, args, annotations))
     emit(ToolCallEvent(name=tool.name, server=tool.server, arguments=args, confirmed=confirmed))
-    if not confirmed:
-        why = (
-            "the request is a question, and a question does not run a tool that changes data without a "
-            "yes, even with --yes; ask for the change itself to run it"
-            if question_to_writer and deps.auto_yes
-            else "it can modify data and was not confirmed (pass --yes to allow such tools)"
-        )
-        emit(ErrorEvent(stage="confirm", message=f"{tool.name} was not run: {why}"))
+    if isinstance(decision, Ask) and not confirmed:
+        emit(ErrorEvent(stage="confirm", message=decision.refusal))
         return None
     check()
     try:
@@ -292,7 +248,7 @@ def _use_tool(
         TOOL_ERROR
         if out.is_error
         else TOOL_DONE
-        if may_write
+        if decision.may_write
         else TOOL_EMPTY
         if carries_nothing(out.text)
         else TOOL_DATA

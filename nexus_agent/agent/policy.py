@@ -1,0 +1,115 @@
+"""Whether a turn runs the tool it was routed to: a pure decision over the tool, its arguments and the conversation.
+
+:func:`decide` returns one of
+
+* :class:`Run`: call the tool now;
+* :class:`Ask`: ask the user first, and refuse with ``Ask.refusal`` if the answer is no;
+* :class:`Skip`: do not use the tool, answer the request without it (``tool_skipped``);
+* :class:`Refuse`: stop the turn with an ``arguments`` error (the arguments name an object nobody gave).
+
+The rules, in order:
+
+1. a tool *may write* when its MCP annotations say ``destructiveHint: true`` or do not say ``readOnlyHint: true``;
+2. a question (:func:`~nexus_agent.routing.query.is_question`) routed to a tool that *declares* a write
+   (``readOnlyHint: false``) and names none of the objects the write needs (an identifier was made up, or no
+   required value comes from the conversation) is not about one: Skip;
+3. a tool that may write, with a required identifier (``issue_number``, ``pullNumber`` …) the conversation does not
+   give: Refuse, whatever ``--yes`` says;
+4. a tool that may write: Ask, unless ``auto_yes``; a question to a tool that declares a write asks even then;
+5. otherwise Run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nexus_agent.agent.args import gives_a_required_value, ungrounded_identifiers
+from nexus_agent.registry import Tool
+from nexus_agent.routing.query import is_question
+
+SKIP_QUESTION = "the request is a question and names nothing this tool would change; answered without it"
+REFUSED_QUESTION = (
+    "the request is a question, and a question does not run a tool that changes data without a yes, even with "
+    "--yes; ask for the change itself to run it"
+)
+REFUSED_UNCONFIRMED = "it can modify data and was not confirmed (pass --yes to allow such tools)"
+
+
+@dataclass(frozen=True)
+class Run:
+    """Call the tool without asking. ``may_write``: the answer reports what was done rather than reads data."""
+
+    may_write: bool
+
+
+@dataclass(frozen=True)
+class Ask:
+    """Ask for a yes first; on a no, stop with a ``confirm`` error whose message is ``refusal``."""
+
+    refusal: str
+    may_write: bool = True  # only a tool that may write is held
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Answer without the tool; ``reason`` is the ``tool_skipped`` event's, for people."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Refuse:
+    """Stop the turn with an ``arguments`` error whose message is ``reason``."""
+
+    reason: str
+
+
+Decision = Run | Ask | Skip | Refuse
+
+
+def needs_confirmation(annotations: Mapping[str, Any] | None) -> bool:
+    """MCP annotations: destructive tools, and tools that do not declare themselves read-only, need a yes.
+
+    ``destructiveHint`` defaults to true in the MCP spec when a tool is not read-only, so a missing
+    ``readOnlyHint`` is treated as "may write".
+    """
+    ann = annotations or {}
+    if ann.get("destructiveHint") is True:
+        return True
+    return ann.get("readOnlyHint") is not True
+
+
+def decide(
+    tool: Tool,
+    annotations: Mapping[str, Any] | None,
+    arguments: Mapping[str, Any],
+    request: str,
+    window: list[dict[str, str]],
+    auto_yes: bool,
+) -> Decision:
+    """What to do with ``tool`` called with ``arguments`` for ``request``, given the earlier messages ``window``
+    (the pruned history, chat messages) and ``--yes`` (``auto_yes``). ``annotations`` are the live MCP ones, which
+    decide "may write"; ``tool.declares_write`` (the declared ``readOnlyHint: false``) decides what a question is."""
+    may_write = needs_confirmation(annotations)
+    # A write must act on an object the user named: a made-up issue or PR number would change the wrong one. Reads
+    # are not checked: a wrong read changes nothing, and read-only tools such as sequentialthinking take counters
+    # named like identifiers.
+    made_up = ungrounded_identifiers(tool, arguments, request, window) if may_write else {}
+    # A question is answered, not acted on, so --yes does not cover a write routed from one. Only a declared write
+    # counts, as for the routing penalty: tools that declare nothing (google-maps, slack) answer questions with
+    # reads (docs/measurements.md#questions-and-writes).
+    question_to_writer = tool.declares_write and is_question(request)
+    if question_to_writer and (made_up or not gives_a_required_value(tool, arguments, request, window)):
+        return Skip(SKIP_QUESTION)
+    if made_up:
+        return Refuse(
+            f"{tool.name} needs {', '.join(made_up)}, which the conversation does not give "
+            f"(the model wrote {json.dumps(made_up, ensure_ascii=False)}), so it was not run; say which one you mean"
+        )
+    if may_write and (question_to_writer or not auto_yes):
+        why = REFUSED_QUESTION if question_to_writer and auto_yes else REFUSED_UNCONFIRMED
+        return Ask(f"{tool.name} was not run: {why}")
+    return Run(may_write)
