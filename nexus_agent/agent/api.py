@@ -19,7 +19,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,7 +29,10 @@ from nexus_agent.agent.history import Conversation
 from nexus_agent.agent.turn import CallResult, TurnCancelled, TurnDeps, TurnRouter, run_turn
 from nexus_agent.engine import Engine, EngineConfig
 from nexus_agent.registry import Tool
-from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
+
+if TYPE_CHECKING:  # the MCP SDK is imported on start(), not with the API
+    from nexus_agent.mcp.hub import MultiServerClient
+    from nexus_agent.mcp.tools import ToolListDiff
 
 DEFAULT_MODEL = defaults.CHAT_MODEL
 
@@ -49,7 +52,7 @@ class AgentConfig(BaseModel):
     model: str = DEFAULT_MODEL
     mcp: list[str] = Field(default_factory=list)
     config_file: Path | None = None
-    embedder: str = DEFAULT_EMBEDDER
+    embedder: str = defaults.EMBEDDER
     yes: bool = False
     n_ctx: int = Field(default=8192, ge=512)
     n_threads: int = Field(default=2, ge=1)
@@ -68,7 +71,7 @@ class NexusAgent:
         self._notice = on_notice or (lambda _msg: None)
         self.conversation = Conversation()
         self.engine: Engine | None = None
-        self.hub: Any = None
+        self.hub: MultiServerClient | None = None
         self.router: TurnRouter | None = None
         self._tools: dict[str, Tool] = {}
         self._annotations: dict[str, Mapping[str, Any] | None] = {}
@@ -102,16 +105,17 @@ class NexusAgent:
             res = resolve_preset(preset)
             self._notice(res.reason)
             servers[res.server_name] = res.server
-        self.hub = MultiServerClient.from_config(MCPConfig(servers=servers), default_timeout=self.cfg.tool_timeout_s)
-        await self.hub.start()
-        for name, why in getattr(self.hub, "failures", {}).items():
+        hub = MultiServerClient.from_config(MCPConfig(servers=servers), default_timeout=self.cfg.tool_timeout_s)
+        self.hub = hub
+        await hub.start()
+        for name, why in hub.failures.items():
             self._notice(f"MCP server {name!r} failed to start: {why}")
         self._index_tools()
         self.engine = await asyncio.to_thread(
             Engine, EngineConfig(model=self.cfg.model, n_ctx=self.cfg.n_ctx, n_threads=self.cfg.n_threads)
         )
         self.router = await asyncio.to_thread(build_router, list(self._tools.values()), self.engine, self.cfg.embedder)
-        self.hub.add_tools_listener(self._on_tools_changed)
+        hub.add_tools_listener(self._on_tools_changed)
 
     async def aclose(self) -> None:
         if self.hub is not None:
@@ -123,10 +127,11 @@ class NexusAgent:
 
     # -- tools
     def _index_tools(self) -> None:
+        assert self.hub is not None
         self._tools = {t.qualified_name: t.to_registry_tool() for t in self.hub.tools}
         self._annotations = {t.qualified_name: t.annotations for t in self.hub.tools}
 
-    async def _on_tools_changed(self, diff: Any) -> None:
+    async def _on_tools_changed(self, diff: ToolListDiff) -> None:
         """``notifications/tools/list_changed``: update the index and the router incrementally."""
         self._index_tools()
         if self.router is not None and hasattr(self.router, "apply_diff"):
@@ -145,7 +150,7 @@ class NexusAgent:
 
     # -- turns
     def _call_tool_from_thread(self, name: str, args: dict[str, Any]) -> CallResult:
-        assert self._loop is not None
+        assert self._loop is not None and self.hub is not None
         fut = asyncio.run_coroutine_threadsafe(self.hub.call_tool(name, args), self._loop)
         res = fut.result()
         return CallResult(text=res.readable(), is_error=res.is_error)

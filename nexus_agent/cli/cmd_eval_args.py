@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 from rich.console import Console
 
-from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
+from nexus_agent import defaults
 
 _err = Console(stderr=True)
 
@@ -19,15 +18,15 @@ def eval_args(
     profile: str | None = typer.Option(None, "--profile", help="profile name in profiles.json"),
     json_out: Path | None = typer.Option(None, "--json", help="write the report here"),  # noqa: B008
     model: str | None = typer.Option(None, "--model", help="short name or GGUF path"),
-    embedder: str = typer.Option(DEFAULT_EMBEDDER, "--embedder", help="minilm-tools, minilm, nomic or st"),
+    embedder: str = typer.Option(defaults.EMBEDDER, "--embedder", help="minilm-tools, minilm, nomic or st"),
     limit: int | None = typer.Option(None, "--limit", help="first N items only"),
     n_ctx: int = typer.Option(8192, "--n-ctx"),
 ) -> None:
     """Route and write arguments for every item; check them BFCL-style."""
-    from nexus_agent.agent.api import DEFAULT_MODEL
-    from nexus_agent.agent.eval_args import load_items, run_eval, to_json
     from nexus_agent.agent.routing_adapter import build_router
     from nexus_agent.engine import Engine, EngineConfig
+    from nexus_agent.evaluation.args import load_items, run_eval, to_json
+    from nexus_agent.evaluation.files import write_json
     from nexus_agent.registry import RegistryError, load_registry
 
     try:
@@ -39,13 +38,13 @@ def eval_args(
         raise typer.Exit(2) from e
     if limit:
         items = items[:limit]
-    engine = Engine(EngineConfig(model=model or DEFAULT_MODEL, n_ctx=n_ctx))
+    engine = Engine(EngineConfig(model=model or defaults.CHAT_MODEL, n_ctx=n_ctx))
     try:
         router = build_router(tools, engine, embedder)
         summary, results = run_eval(items, tools, router, engine)
     finally:
         engine.close()
-    summary["model"] = model or DEFAULT_MODEL
+    summary["model"] = model or defaults.CHAT_MODEL
     lo, hi = summary["end_to_end_accuracy_ci95"]
     print(
         f"eval-args n={summary['n']} routing={summary['routing_accuracy']:.3f} "
@@ -54,8 +53,8 @@ def eval_args(
         f"p50={summary['latency_ms_p50']:.0f} ms"
     )
     if json_out:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(to_json(summary, results), indent=1, ensure_ascii=False))
+        # indent 1, no final newline: the format of the reports already in bench/results/
+        write_json(json_out, to_json(summary, results), indent=1, ensure_ascii=False, end="")
 
 
 def register(app: typer.Typer) -> None:

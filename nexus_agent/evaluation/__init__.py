@@ -1,1 +1,1 @@
-"""Evaluation helpers: statistics and the routing evaluation runner."""
+"""Evaluation runners (routing; routing plus arguments) and what they share: statistics, eval files."""

@@ -7,7 +7,6 @@ seeded random subset of the profile that always contains the expected tool and i
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from nexus_agent.evaluation.files import read_jsonl
+from nexus_agent.evaluation.files import write_json as write_json  # the report writer `eval-routing` imports here
 from nexus_agent.evaluation.stats import percentile, wilson_ci
 from nexus_agent.registry import Registry
 from nexus_agent.routing.router import Router, RouteResult
@@ -41,18 +42,17 @@ class EvalItem:
 
 
 def load_eval(path: Path, registry: Registry) -> list[EvalItem]:
+    """The eval set's lines, with gold tools resolved in ``registry``; an item without ``id`` is ``line<N>``."""
     items = []
-    for i, raw in enumerate(path.read_text(encoding="utf-8").splitlines()):
-        if not raw.strip():
-            continue
-        line = EvalLine.model_validate_json(raw)
+    for lineno, raw in read_jsonl(path):
+        line = EvalLine.model_validate(raw)
         gold: set[str] = set()
         if line.tool is not None:
             gold.add(registry.find(line.tool, line.server).qualified_name)
             for alt in line.alt_tools or []:
                 gold.add(registry.find(alt, line.server).qualified_name)
         hist = [{"role": str(h.get("role", "user")), "content": str(h.get("content", ""))} for h in line.history or []]
-        items.append(EvalItem(line.id or f"line{i + 1}", line.query, gold, hist))
+        items.append(EvalItem(line.id or f"line{lineno}", line.query, gold, hist))
     return items
 
 
@@ -158,8 +158,3 @@ def summary_line(s: dict[str, Any]) -> str:
     if "no_tool_false_positive_rate" in s:
         line += f" no_tool_fp={s['no_tool_false_positive_rate']:.3f}"
     return line + f" ceiling={s['accuracy_ceiling']:.3f}"
-
-
-def write_json(path: Path, summary: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

@@ -25,19 +25,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, TextIO, cast
 
 import anyio
 import httpx
+from anyio.abc import ObjectSendStream
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp import ClientSession, McpError, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
 from mcp.shared.session import RequestResponder
 
 from nexus_agent import __version__
@@ -80,6 +84,37 @@ class _Command:
 
 class _ConnectionLost(Exception):
     """Internal: the session died under a call."""
+
+
+@dataclass
+class _SentCall:
+    """The JSON-RPC id of one call's ``tools/call`` request, once it went out (None before)."""
+
+    request_id: types.RequestId | None = None
+
+
+# Set in each call's own task; the write stream fills it in as that task sends its request.
+_SENT_CALL: contextvars.ContextVar[_SentCall | None] = contextvars.ContextVar("nexus_mcp_sent_call", default=None)
+
+
+class _RequestIdRecorder(ObjectSendStream[SessionMessage]):
+    """The transport's write stream, noting the id of each call's ``tools/call`` request in its :class:`_SentCall`.
+
+    The SDK (1.x) does not return request ids, and ``notifications/cancelled`` needs one. ``send`` runs in the
+    task that sends the request, so the call's context variable says whose request it is.
+    """
+
+    def __init__(self, inner: ObjectSendStream[SessionMessage]) -> None:
+        self._inner = inner
+
+    async def send(self, item: SessionMessage) -> None:
+        sent, root = _SENT_CALL.get(), item.message.root
+        if sent is not None and isinstance(root, types.JSONRPCRequest) and root.method == "tools/call":
+            sent.request_id = root.id  # a call task sends one tools/call (the SDK may add a tools/list after it)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 class MCPServerSource(ToolSource):
@@ -218,20 +253,23 @@ class MCPServerSource(ToolSource):
             for cb in ([on_progress] if on_progress else []) + self._progress_listeners:
                 await call_listener(cb, update, what=f"progress callback of {self.name}.{tool}")
 
-        call = asyncio.ensure_future(
-            session.call_tool(tool, dict(arguments) if arguments is not None else None, progress_callback=report)
-        )
+        sent = _SentCall()
+
+        async def run_call() -> types.CallToolResult:
+            _SENT_CALL.set(sent)  # this task's context only
+            args = dict(arguments) if arguments is not None else None
+            return await session.call_tool(tool, args, progress_callback=report)
+
+        call = asyncio.ensure_future(run_call())
         died = asyncio.ensure_future(dead.wait())
         try:
             await asyncio.wait({call, died}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             died.cancel()
             if not call.done():
-                # Read the id before cancelling: the SDK forgets it when send_request unwinds.
-                request_id = _request_id_of(session, report)
                 call.cancel()
-                if request_id is not None and not dead.is_set():
-                    await self._send_cancelled(session, request_id, tool, timeout)
+                if sent.request_id is not None and not dead.is_set():
+                    await self._send_cancelled(session, sent.request_id, tool, timeout)
         if not call.done() or call.cancelled():
             if dead.is_set() or timeout is None:
                 raise _ConnectionLost("the connection to the server was lost")
@@ -338,8 +376,10 @@ class MCPServerSource(ToolSource):
                 httpx.AsyncClient(headers=dict(self.config.headers), timeout=httpx.Timeout(30.0, read=300.0))
             )
             read, write, _ = await stack.enter_async_context(streamable_http_client(self.config.url, http_client=http))
+        # ClientSession (mcp 1.x) only sends on and closes its write stream, which the recorder forwards.
+        recorded = cast("MemoryObjectSendStream[SessionMessage]", _RequestIdRecorder(write))
         return await stack.enter_async_context(
-            ClientSession(read, write, message_handler=self._on_message, client_info=_CLIENT_INFO)
+            ClientSession(read, recorded, message_handler=self._on_message, client_info=_CLIENT_INFO)
         )
 
     async def _handshake(self, session: ClientSession) -> list[ToolInfo]:
@@ -476,16 +516,6 @@ class MCPServerSource(ToolSource):
             return f" (server stderr was empty; log: {self._log_path})"
         body = "\n  ".join(lines)
         return f"\nlast lines of server stderr ({self._log_path}):\n  {body}"
-
-
-def _request_id_of(session: ClientSession, progress_callback: object) -> types.RequestId | None:
-    """The JSON-RPC id of the in-flight call that registered ``progress_callback`` (None if not sent yet).
-
-    The SDK (1.x) does not return request ids, but it files each request's progress callback under that id
-    (the id doubles as the progress token), and every call here passes its own closure, so identity finds it.
-    """
-    callbacks: Mapping[types.RequestId, object] = getattr(session, "_progress_callbacks", {})
-    return next((rid for rid, cb in callbacks.items() if cb is progress_callback), None)
 
 
 def _leaves(exc: BaseException) -> Iterator[BaseException]:

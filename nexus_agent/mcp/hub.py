@@ -23,26 +23,17 @@ import asyncio
 import difflib
 import math
 from collections.abc import Iterable, Mapping
-from types import TracebackType
 from typing import Any
 
 from nexus_agent.mcp.client import MCPServerSource, SourceOptions
 from nexus_agent.mcp.config import MCPConfig
 from nexus_agent.mcp.errors import MCPClientError, SourceClosedError, ToolNotFoundError
 from nexus_agent.mcp.source import ToolSource, call_listener
-from nexus_agent.mcp.tools import (
-    QUALIFIER,
-    ProgressCallback,
-    ProgressUpdate,
-    ToolInfo,
-    ToolListDiff,
-    ToolResult,
-    ToolsListener,
-)
+from nexus_agent.mcp.tools import QUALIFIER, ProgressCallback, ProgressUpdate, ToolInfo, ToolListDiff, ToolResult
 
 
-class MultiServerClient:
-    """A set of :class:`ToolSource` s started and closed together.
+class MultiServerClient(ToolSource):
+    """A set of :class:`ToolSource` s started and closed together; itself a :class:`ToolSource` named ``name``.
 
     ``default_timeout`` (seconds) applies to calls that pass no ``timeout``; ``None`` means no limit. With
     ``require_all`` a server that fails to start fails the whole start (the others are closed again);
@@ -55,7 +46,9 @@ class MultiServerClient:
         *,
         default_timeout: float | None = 120.0,
         require_all: bool = True,
+        name: str = "hub",
     ) -> None:
+        super().__init__(name)
         self.sources: dict[str, ToolSource] = {}
         for source in sources:
             if source.name in self.sources:
@@ -63,13 +56,11 @@ class MultiServerClient:
             self.sources[source.name] = source
         self.default_timeout = default_timeout
         self.require_all = require_all
-        self.failures: dict[str, BaseException] = {}
+        self.failures: dict[str, BaseException] = {}  # server name -> why it did not start (require_all=False)
         self.loop: asyncio.AbstractEventLoop | None = None
         self._live: dict[str, ToolSource] = {}
         self._index: dict[str, ToolInfo] = {}
         self._by_plain: dict[str, list[ToolInfo]] = {}
-        self._tools_listeners: list[ToolsListener] = []
-        self._progress_listeners: list[ProgressCallback] = []
 
     @classmethod
     def from_config(
@@ -110,15 +101,6 @@ class MultiServerClient:
         await asyncio.gather(*(s.aclose() for s in live), return_exceptions=True)
         self._rebuild_index()
 
-    async def __aenter__(self) -> MultiServerClient:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
     # ---- tools ------------------------------------------------------------------------------------------
 
     @property
@@ -145,7 +127,7 @@ class MultiServerClient:
 
     async def call_tool(
         self,
-        name: str,
+        tool: str,
         arguments: Mapping[str, Any] | None = None,
         *,
         timeout: float | None = None,
@@ -157,32 +139,24 @@ class MultiServerClient:
         Raises :class:`ToolNotFoundError`, :class:`ToolTimeoutError`, :class:`ServerCrashedError`; a tool that
         reports an error returns a result with ``is_error=True``.
         """
-        tool = self.resolve(name)
-        source = self._live.get(tool.server)
+        info = self.resolve(tool)
+        source = self._live.get(info.server)
         if source is None:
-            raise SourceClosedError(f"MCP server {tool.server!r} is not running")
+            raise SourceClosedError(f"MCP server {info.server!r} is not running")
         limit = self.default_timeout if timeout is None else timeout
         return await source.call_tool(
-            tool.name,
+            info.name,
             arguments,
             timeout=None if limit is None or math.isinf(limit) else limit,
             on_progress=on_progress,
         )
 
-    # ---- listeners --------------------------------------------------------------------------------------
-
-    def add_tools_listener(self, listener: ToolsListener) -> None:
-        """``listener(diff)`` after any server's tool list changed (the hub's index is already updated)."""
-        self._tools_listeners.append(listener)
-
-    def add_progress_listener(self, listener: ProgressCallback) -> None:
-        """``listener(update)`` for progress of any call on any server (in addition to per-call callbacks)."""
-        self._progress_listeners.append(listener)
+    # ---- listeners (added with the inherited add_tools_listener / add_progress_listener) ------------------
 
     async def _on_source_changed(self, diff: ToolListDiff) -> None:
+        # Index first, so a tools listener that looks tools up sees the new state.
         self._rebuild_index()
-        for listener in list(self._tools_listeners):
-            await call_listener(listener, diff, what="hub tools listener")
+        await self._emit_tools_changed(diff)
 
     async def _on_progress(self, update: ProgressUpdate) -> None:
         for listener in list(self._progress_listeners):

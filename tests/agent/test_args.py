@@ -16,7 +16,6 @@ from nexus_agent.agent.args import (
     ungrounded_identifiers,
     validate,
 )
-from nexus_agent.agent.eval_args import check_arguments, expected_names, values_match
 from nexus_agent.llm import LlamaModel, Sampler
 from nexus_agent.registry import Registry, load_registry
 
@@ -149,23 +148,3 @@ def test_a_required_value_is_given_by_the_conversation_or_not(reg: Registry) -> 
     mark = reg.find("mark_all_notifications_read", "github")
     assert not (mark.input_schema.get("required") or [])
     assert gives_a_required_value(mark, {}, "can I mark all my notifications read?", [])
-
-
-def test_checker_matches_bfcl_rules(reg: Registry) -> None:
-    tool = reg.find("issue_read", "github")
-    item = {
-        "tool": "issue_read",
-        "server": "github",
-        "arguments": {"owner": "acme-corp", "repo": "web", "issue_number": 301, "method": "get_comments"},
-    }
-    good = {"owner": "Acme-Corp", "repo": "web", "issue_number": 301.0, "method": "get_comments"}
-    assert check_arguments(tool, good, item) == []
-    assert check_arguments(tool, {**good, "extra": 1}, item) == ["unknown parameter extra"]
-    assert "missing required issue_number" in check_arguments(
-        tool, {k: v for k, v in good.items() if k != "issue_number"}, item
-    )
-    contains = {**item, "arguments": {}, "arg_contains": {"repo": ["we"]}}
-    assert check_arguments(tool, good, contains) == []
-    assert values_match({"a": "x"}, {"a": "X", "b": 2})
-    assert not values_match([1, 2], [2])
-    assert expected_names({"tool": "t", "server": "s", "alt_tools": ["u", "g/v"]}) == {"s__t", "s__u", "g__v"}

@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
-
-from mcp import StdioServerParameters
-from mcp.client.stdio import get_default_environment
+from typing import TYPE_CHECKING, Any
 
 from nexus_agent.paths import nexus_home
+
+if TYPE_CHECKING:
+    from mcp import StdioServerParameters
 
 # Environment variables the server needs and the MCP client's default (minimal) environment drops.
 _PASS_THROUGH_ENV = ("NEXUS_HOME", "PYTHONPATH")
@@ -28,6 +28,10 @@ def default_data_dir() -> Path:
 
 def sandbox_server_params(data_dir: Path | None = None, *, reset: bool = False) -> StdioServerParameters:
     """How to start the sandbox over stdio with the current interpreter (no console script needed)."""
+    # Imported here: the CLI imports this package for its options, and the MCP SDK takes a second to load.
+    from mcp import StdioServerParameters
+    from mcp.client.stdio import get_default_environment
+
     args = ["-m", "nexus_agent.sandbox.github", "--data-dir", str(data_dir or default_data_dir())]
     if reset:
         args.append("--reset")

@@ -1,14 +1,19 @@
-"""Process entry point shared by ``python -m nexus_agent.sandbox.github`` and ``nexus-agent sandbox github``."""
+"""Process entry point shared by ``python -m nexus_agent.sandbox.github`` and ``nexus-agent sandbox github``.
+
+:func:`command` holds the one option set; the CLI registers it as ``sandbox github`` and ``__main__`` runs it
+on its own, so both accept the same flags with the same defaults.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
 from pathlib import Path
+from typing import Annotated
 
-import anyio
+import typer
 
-from nexus_agent.sandbox.github.server import GitHubSandboxServer, open_sandbox
+from nexus_agent.sandbox.github import default_data_dir
 
 
 def serve(data_dir: Path, *, reset: bool, http: bool, host: str = "127.0.0.1", port: int = 8765) -> None:
@@ -17,6 +22,11 @@ def serve(data_dir: Path, *, reset: bool, http: bool, host: str = "127.0.0.1", p
     stdio by default; with ``http`` streamable HTTP at ``http://host:port/mcp``. Logs go to stderr
     because stdout is the stdio transport.
     """
+    # Imported here: the CLI imports this module for its options, and the server loads the MCP SDK.
+    import anyio
+
+    from nexus_agent.sandbox.github.server import GitHubSandboxServer, open_sandbox
+
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     sandbox = open_sandbox(data_dir, reset=reset)
     server = GitHubSandboxServer(sandbox)
@@ -28,3 +38,22 @@ def serve(data_dir: Path, *, reset: bool, http: bool, host: str = "127.0.0.1", p
             anyio.run(server.run_stdio)
     finally:
         sandbox.close()
+
+
+def command(
+    data_dir: Annotated[Path | None, typer.Option("--data-dir", help="Default: $NEXUS_HOME/sandbox/github.")] = None,
+    reset: Annotated[bool, typer.Option("--reset", help="Delete the data dir and reseed the demo data.")] = False,
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
+    # Hidden: `nexus-agent sandbox github --help` never listed it; `python -m` always accepted it.
+    host: Annotated[str, typer.Option("--host", help="HTTP host (with --http).", hidden=True)] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="HTTP port (with --http); host is 127.0.0.1.")] = 8765,
+) -> None:
+    """Serve the GitHub MCP tools (github_all, 86 tools) from a local SQLite + git sandbox."""
+    serve(data_dir or default_data_dir(), reset=reset, http=http, host=host, port=port)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run :func:`command` as a program of its own (``python -m nexus_agent.sandbox.github``)."""
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    app.command()(command)
+    app(args=argv, prog_name="python -m nexus_agent.sandbox.github")

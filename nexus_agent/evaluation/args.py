@@ -15,12 +15,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from nexus_agent.agent.args import ArgumentWriter
 from nexus_agent.agent.turn import TurnRouter
 from nexus_agent.engine import Engine
-from nexus_agent.evaluation.stats import wilson_ci
+from nexus_agent.evaluation.files import read_jsonl
+from nexus_agent.evaluation.stats import percentile, wilson_ci
 from nexus_agent.registry import Tool
 
 
@@ -148,22 +147,16 @@ def summarise(results: list[ItemResult]) -> dict[str, Any]:
         "end_to_end_accuracy": e2e / n if n else 0.0,
         "end_to_end_accuracy_ci95": list(wilson_ci(e2e, n)),
         "json_valid_rate": (sum(1 for r in called if r.json_valid) / len(called)) if called else 0.0,
-        "latency_ms_p50": float(np.percentile(lat, 50)),
-        "latency_ms_p95": float(np.percentile(lat, 95)),
+        "latency_ms_p50": percentile(lat, 50),
+        "latency_ms_p95": percentile(lat, 95),
     }
 
 
 def load_items(path: Path) -> list[dict[str, Any]]:
-    items = []
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            items.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{i}: invalid JSON ({e.msg})") from e
-    return items
+    """The eval set's lines as dicts (the fields above); :class:`ValueError` names a line that is not JSON."""
+    return [item for _, item in read_jsonl(path)]
 
 
 def to_json(summary: dict[str, Any], results: list[ItemResult]) -> dict[str, Any]:
+    """The report: the summary's keys plus ``items``, one dict per :class:`ItemResult`."""
     return {**summary, "items": [asdict(r) for r in results]}
