@@ -13,8 +13,16 @@ numpy runs single-threaded (BLAS thread variables are set to 1 before numpy load
 single-threaded. Targets at N=250, d=768 are reported, not asserted: scan <= 2 us, Python call <= 6 us,
 native >= 10x numpy.
 
-Usage: python bench/slb_scan.py [--n N ...] [--d D ...] [--json OUT]
-Writes bench/results/slb_scan.json and bench/results/slb_scan.md (and OUT when given); prints the table.
+A second table times ``SLB.topk(q, k=5)`` itself on SLBs of T tools x 7 rows x 384 dims (unit vectors, a
+tool's rows scattered around a centre; queries near a random tool's centre), median µs per call:
+  us_native_topk  the SLB's path: the fused native scan + top rows (3 per wanted tool, then k x max rows per
+                  tool when those do not decide), reduced per tool;
+  us_numpy_sort   the same SLB's exact path: full native scan, per-tool max (np.maximum.at), stable argsort;
+  x_numpy         us_numpy_sort / us_native_topk.
+Both answers are checked equal on every query before timing.
+
+Usage: python bench/slb_scan.py [--n N ...] [--d D ...] [--tools T ...] [--json OUT]
+Writes bench/results/slb_scan.json and bench/results/slb_scan.md (and OUT when given); prints the tables.
 """
 
 from __future__ import annotations
@@ -37,10 +45,15 @@ import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
 
 from nexus_agent import _native  # noqa: E402
+from nexus_agent.routing.slb import SLB  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_N = [250, 1000, 10000]
 DEFAULT_D = [384, 768]
+DEFAULT_TOOLS = [86, 348, 1000, 10000]  # a small MCP setup, the shipped registry's order of size, and beyond
+ROWS_PER_TOOL = 7  # a tool's document plus six example queries
+SLB_DIM = 384  # MiniLM
+N_QUERIES = 64
 K = 5
 # Many short repeats rather than a few long ones: on a shared machine a long loop is almost always
 # preempted somewhere, while the median of short ones measures the uncontended kernel.
@@ -144,6 +157,58 @@ def bench_shape(n: int, d: int) -> list[dict[str, Any]]:
     return rows
 
 
+def make_slb(n_tools: int, seed: int = 0) -> tuple[SLB, npt.NDArray[np.float32]]:
+    """An SLB of n_tools x ROWS_PER_TOOL unit rows near per-tool centres, and N_QUERIES unit queries."""
+    rng = np.random.default_rng(seed)
+
+    def unit(v: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        return (v / np.linalg.norm(v, axis=-1, keepdims=True)).astype(np.float32)
+
+    centres = unit(rng.standard_normal((n_tools, SLB_DIM)).astype(np.float32))
+    slb = SLB(dim=SLB_DIM, capacity_rows=n_tools * ROWS_PER_TOOL)
+    for i, c in enumerate(centres):
+        noise = rng.standard_normal((ROWS_PER_TOOL, SLB_DIM)).astype(np.float32)
+        slb.add(f"server__tool{i}", unit(c + 0.05 * noise))
+    picks = rng.integers(0, n_tools, N_QUERIES)
+    queries = unit(centres[picks] + 0.06 * rng.standard_normal((N_QUERIES, SLB_DIM)).astype(np.float32))
+    return slb, queries
+
+
+def bench_slb_topk(n_tools: int) -> dict[str, Any]:
+    slb, queries = make_slb(n_tools)
+    for q in queries:
+        got, want = slb.topk(q, K), slb._topk_sorted(q, K)  # the exact path is private: it is the baseline here
+        assert got[0] == want[0] and got[1].tobytes() == want[1].tobytes(), f"topk differs at {n_tools} tools"
+    cycle = [0]
+
+    def next_query() -> npt.NDArray[np.float32]:
+        cycle[0] = (cycle[0] + 1) % N_QUERIES
+        return queries[cycle[0]]
+
+    numpy_ns = python_call_ns(lambda: slb._topk_sorted(next_query(), K), 1e6)
+    native_ns = python_call_ns(lambda: slb.topk(next_query(), K), numpy_ns / 4)
+    return {
+        "tools": n_tools,
+        "rows": slb.n_rows,
+        "d": SLB_DIM,
+        "k": K,
+        "isa": _native.isa(),
+        "us_native_topk": round(native_ns / 1e3, 2),
+        "us_numpy_sort": round(numpy_ns / 1e3, 2),
+        "x_numpy": round(numpy_ns / native_ns, 2),
+    }
+
+
+def markdown_topk(rows: list[dict[str, Any]]) -> str:
+    head = "| tools | rows | d | SLB.topk native µs | numpy sort µs | × numpy |\n|---:|---:|---:|---:|---:|---:|\n"
+    body = "".join(
+        f"| {r['tools']} | {r['rows']} | {r['d']} | {r['us_native_topk']:.1f} | {r['us_numpy_sort']:.1f} "
+        f"| {r['x_numpy']:.2f} |\n"
+        for r in rows
+    )
+    return head + body
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
     head = (
         "| ISA | N | d | C++ scan µs | C++ scan+top5 µs | Python call µs | numpy µs (method) "
@@ -176,9 +241,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, nargs="+", action="extend", help="rows (repeatable); default 250 1000 10000")
     ap.add_argument("--d", type=int, nargs="+", action="extend", help="dimensions (repeatable); default 384 768")
+    ap.add_argument("--tools", type=int, nargs="+", action="extend", help="SLB sizes; default 86 348 1000 10000")
     ap.add_argument("--json", type=Path, help="also write the JSON rows here")
     args = ap.parse_args()
     rows = [r for d in (args.d or DEFAULT_D) for n in (args.n or DEFAULT_N) for r in bench_shape(n, d)]
+    topk_rows = [bench_slb_topk(t) for t in (args.tools or DEFAULT_TOOLS)]
     meta = {
         "isas": _native.available_isas(),
         "k": K,
@@ -187,11 +254,15 @@ def main() -> None:
         "processor": platform.processor(),
         "numpy_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
     }
-    payload = json.dumps({"rows": rows, "meta": meta}, indent=2) + "\n"
+    payload = json.dumps({"rows": rows, "slb_topk": topk_rows, "meta": meta}, indent=2) + "\n"
     table = markdown(rows)
+    topk_table = markdown_topk(topk_rows)
     md = (
         f"# SLB INT8 scan (k={K})\n\nnumpy baseline: faster of f32 sgemv over the dequantized matrix and int32 "
-        f"matmul, single-threaded.\n\n{table}\n{targets(rows)}"
+        f"matmul, single-threaded.\n\n{table}\n{targets(rows)}\n"
+        f"## SLB.topk (k={K}, {ROWS_PER_TOOL} rows per tool, {_native.isa()})\n\n"
+        f"native: fused scan + top rows reduced per tool; numpy sort: full scan, per-tool max, stable argsort.\n\n"
+        f"{topk_table}"
     )
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "slb_scan.json").write_text(payload)
@@ -200,6 +271,7 @@ def main() -> None:
         args.json.write_text(payload)
     print(table)
     print(targets(rows))
+    print(topk_table)
 
 
 if __name__ == "__main__":

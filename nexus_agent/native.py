@@ -9,6 +9,7 @@ ISA the dispatcher can pick (``available_isas()``, best first, ``"serial"`` last
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -27,6 +28,7 @@ __all__ = [
     "block_array",
     "isa",
     "quantize_i8",
+    "scan",
     "scan_topk",
     "set_isa",
 ]
@@ -35,6 +37,7 @@ _ScalarT = TypeVar("_ScalarT", bound=np.generic)
 
 # Symmetric int8 range. -128 is left out so that negating a quantized vector stays representable.
 _QMAX = 127.0
+_MIN_ARENA = 2 << 20  # BuddyAllocator's smallest capacity (2 MiB)
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,17 @@ def block_array(block: Block, dtype: type[_ScalarT]) -> npt.NDArray[_ScalarT]:
     return np.frombuffer(memoryview(block), dtype=dtype)
 
 
+def scan(
+    matrix: npt.NDArray[np.int8],
+    row_scales: npt.NDArray[np.float32],
+    query: npt.NDArray[np.int8],
+    query_scale: float,
+    isa: str | None = None,
+) -> npt.NDArray[np.float32]:
+    """Scores of every row of an int8 matrix (N, d) with row scales (N,) for an int8 query (d,): float32 (N,)."""
+    return _native.scan_i8(matrix, row_scales, query, query_scale, isa=isa)
+
+
 def scan_topk(
     matrix: npt.NDArray[np.int8],
     row_scales: npt.NDArray[np.float32],
@@ -88,21 +102,31 @@ def scan_topk(
     return TopK(indices, values, margin)
 
 
-class Int8RowStore:
-    """A growable int8 matrix (rows of width d) living in one BuddyAllocator block, with its row scales.
+def _arena_bytes(nbytes: int) -> int:
+    """The smallest BuddyAllocator capacity with one free block of at least ``nbytes``."""
+    return max(_MIN_ARENA, 1 << max(0, (nbytes - 1).bit_length()))
 
-    Rows are quantized on `append`; `search` quantizes the query and runs the fused native scan over the
-    rows stored so far. When the block is full the store moves to a block twice as large (copying the
-    rows) and returns the old one. The store owns its block; `close()` returns it to the allocator.
+
+class Int8RowStore:
+    """A dense int8 matrix (rows of width d) living in one BuddyAllocator block, with its row scales.
+
+    Rows are quantized on `append` (or stored as given by `append_quantized`); `remove` fills the holes with
+    the last rows so the rows stay a dense prefix; `search` quantizes the query and runs the fused native
+    scan over the rows stored so far. When the block is full the store moves to a block twice as large
+    (copying the rows) and returns the old one. The store owns its block; `close()` returns it.
+
+    With ``allocator=None`` the store also owns its arena: one sized to its block, replaced by a larger one
+    when a grown block no longer fits. With a shared allocator, growth that does not fit raises MemoryError.
     """
 
-    def __init__(self, allocator: BuddyAllocator, d: int, initial_rows: int = 64) -> None:
+    def __init__(self, allocator: BuddyAllocator | None, d: int, initial_rows: int = 64) -> None:
         if d <= 0 or initial_rows <= 0:
             raise ValueError(f"d and initial_rows must be > 0, got d={d}, initial_rows={initial_rows}")
-        self._allocator = allocator
+        self._owns_allocator = allocator is None
+        self._allocator = allocator if allocator is not None else BuddyAllocator(_arena_bytes(initial_rows * d))
         self._d = d
         self._n = 0
-        self._block: Block | None = allocator.alloc(initial_rows * d)
+        self._block: Block | None = self._allocator.alloc(initial_rows * d)
         # Viewing the whole block: the buffer length is the requested size, a whole number of rows.
         self._rows: npt.NDArray[np.int8] = block_array(self._block, np.int8).reshape(initial_rows, d)
         self._scales = np.empty(initial_rows, dtype=np.float32)
@@ -115,8 +139,18 @@ class Int8RowStore:
         return self._n
 
     @property
+    def capacity(self) -> int:
+        """Rows the current block holds before the next growth."""
+        return int(self._rows.shape[0])
+
+    @property
+    def allocator(self) -> BuddyAllocator:
+        """The allocator the block comes from (the store's own arena when it was built without one)."""
+        return self._allocator
+
+    @property
     def rows(self) -> npt.NDArray[np.int8]:
-        """int8 (N, d) view of the stored rows (no copy); invalid after the next append or close."""
+        """int8 (N, d) view of the stored rows (no copy); invalid after the next append, remove or close."""
         return self._rows[: self._n]
 
     @property
@@ -127,15 +161,42 @@ class Int8RowStore:
     def append(self, x: npt.ArrayLike) -> range:
         """Quantizes and stores float rows of shape (m, d) or (d,); returns the new rows' indices."""
         q, s = quantize_i8(np.atleast_2d(np.asarray(x, dtype=np.float32)))
-        if q.shape[1] != self._d:
-            raise ValueError(f"rows have width {q.shape[1]}, store has d={self._d}")
+        return self.append_quantized(q, s)
+
+    def append_quantized(self, q: npt.NDArray[np.int8], scales: npt.NDArray[np.float32]) -> range:
+        """Stores already quantized rows: int8 (m, d) with float32 scales (m,); returns their indices."""
+        if q.dtype != np.int8 or scales.dtype != np.float32:
+            raise ValueError(f"expected int8 rows and float32 scales, got {q.dtype} and {scales.dtype}")
+        if q.ndim != 2 or q.shape[1] != self._d:
+            raise ValueError(f"rows have shape {q.shape}, store has width d={self._d}")
         m = q.shape[0]
+        if scales.shape != (m,):
+            raise ValueError(f"{m} rows need {m} scales, got shape {scales.shape}")
         if self._n + m > self._rows.shape[0]:
             self._grow(self._n + m)
         self._rows[self._n : self._n + m] = q
-        self._scales[self._n : self._n + m] = s
+        self._scales[self._n : self._n + m] = scales
         self._n += m
         return range(self._n - m, self._n)
+
+    def remove(self, rows: Iterable[int]) -> list[tuple[int, int]]:
+        """Removes rows (indices < len) and keeps the rest dense; returns the moves ``(from, to)`` in order.
+
+        Holes are filled highest first, each with the current last row, so a moved row never lands in a hole
+        still to be filled (a row can move twice: apply the moves in order to track it).
+        """
+        holes = sorted(set(rows), reverse=True)
+        if holes and (holes[0] >= self._n or holes[-1] < 0):
+            raise IndexError(f"rows {holes[-1]}..{holes[0]} out of range for {self._n} rows")
+        moves: list[tuple[int, int]] = []
+        for r in holes:
+            last = self._n - 1
+            if r != last:
+                self._rows[r] = self._rows[last]
+                self._scales[r] = self._scales[last]
+                moves.append((last, r))
+            self._n = last
+        return moves
 
     def search(self, query: npt.ArrayLike, k: int, isa: str | None = None) -> TopK:
         """Top-k rows for a float query of shape (d,)."""
@@ -156,11 +217,18 @@ class Int8RowStore:
         if self._block is None:
             raise ValueError("Int8RowStore is closed")
         capacity = max(min_rows, 2 * self._rows.shape[0])
-        new_block = self._allocator.alloc(capacity * self._d)
+        old_allocator = self._allocator
+        try:
+            new_block = old_allocator.alloc(capacity * self._d)
+        except MemoryError:
+            if not self._owns_allocator:
+                raise
+            self._allocator = BuddyAllocator(_arena_bytes(capacity * self._d))
+            new_block = self._allocator.alloc(capacity * self._d)
         new_rows = block_array(new_block, np.int8).reshape(capacity, self._d)
         new_rows[: self._n] = self._rows[: self._n]
         old_block, self._block, self._rows = self._block, new_block, new_rows
-        self._allocator.free(old_block)  # our only view of it was just replaced
+        old_allocator.free(old_block)  # our only view of it was just replaced
         self._scales = np.concatenate([self._scales[: self._n], np.empty(capacity - self._n, np.float32)])
 
     def __enter__(self) -> Int8RowStore:

@@ -1,15 +1,17 @@
 """The semantic lookaside buffer (SLB): tool vectors as symmetric per-vector INT8, scanned by the native kernel.
 
 Layout: one row per *text* of a tool (its document, plus optional synthetic example queries), so a tool owns
-one or more rows. Rows live in two buddy-allocated arrays, ``int8[capacity, dim]`` and ``float32[capacity]``
-(per-row scales), kept dense: removing a tool moves the last rows into the holes, so a scan always reads the
-contiguous prefix ``[:n_rows]``. A tool's score is the maximum over its rows.
+one or more rows. Rows live in a :class:`nexus_agent.native.Int8RowStore` (``int8[capacity, dim]`` in buddy
+memory, with float32 per-row scales), kept dense: removing a tool moves the last rows into the holes, so a
+scan always reads the contiguous prefix ``[:n_rows]``. A tool's score is the maximum over its rows.
 
-Quantisation: ``scale = max|v| / 127``, ``q = round(v / scale)`` (symmetric, per vector); the dot product of
-two quantised vectors times both scales approximates the float cosine (vectors are L2-normalised).
+Quantisation is :func:`nexus_agent.native.quantize_i8`: ``scale = max|v| / 127``, ``q = round(v / scale)``
+(symmetric, per vector); the dot product of two quantised vectors times both scales approximates the float
+cosine (vectors are L2-normalised).
 
-Scanning uses ``nexus_agent._native.scan_i8`` when the extension is built; otherwise the numpy reference with the
-same arithmetic (``float32(dot_i32) * row_scale * query_scale``) — :attr:`SLB.backend` says which one ran.
+Scanning always runs the native kernels (``nexus_agent._native`` is part of every build; there is no numpy
+fallback): :meth:`SLB.scores` is a full scan, :meth:`SLB.topk` the fused scan + top-k over rows, reduced per
+tool. :func:`scan_reference` is the numpy oracle for tests. :attr:`SLB.backend` names the ISA in use.
 
 Persistence: :meth:`SLB.save` / :meth:`SLB.load` write an ``.npz`` file; :func:`cache_path` keys it by embedder
 fingerprint and registry hash under ``$NEXUS_HOME/slb/``.
@@ -19,33 +21,24 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from nexus_agent import native
 from nexus_agent.paths import cache_dir
-
-_native: Any
-try:  # the extension is optional at import time so pure-Python tools (registry, signatures) work without it
-    from nexus_agent import _native
-except ImportError:  # pragma: no cover - depends on the build
-    _native = None
 
 I8 = npt.NDArray[np.int8]
 F32 = npt.NDArray[np.float32]
 
-_MIN_ARENA = 2 << 20  # BuddyAllocator's minimum capacity (2 MiB)
-
-
-def quantize(v: F32) -> tuple[I8, F32]:
-    """Symmetric per-vector INT8: ``v ≈ q * scale``. Shapes ``[n, d]`` → ``(int8[n, d], float32[n])``."""
-    v = np.atleast_2d(np.asarray(v, dtype=np.float32))
-    amax = np.abs(v).max(axis=1)
-    scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
-    q = np.clip(np.rint(v / scale[:, None]), -127, 127).astype(np.int8)
-    return q, scale
+# Rows per wanted tool in topk's first, cheaper kernel call: a query tends to match a tool's texts together,
+# so the best rows bunch by tool and a few per tool usually decide the top k (docs/measurements.md#slb-top-k).
+_FIRST_ROWS_PER_TOOL = 3
 
 
 def scan_reference(matrix: I8, scales: F32, query: I8, query_scale: float) -> F32:
@@ -54,40 +47,16 @@ def scan_reference(matrix: I8, scales: F32, query: I8, query_scale: float) -> F3
     return (dots.astype(np.float32) * scales) * np.float32(query_scale)
 
 
-def _pow2_at_least(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
+@dataclass(frozen=True)
+class _Derived:
+    """Facts about the rows that queries need, computed once per state of the store.
 
+    owners: int64 ``[n_rows]``, the index in :attr:`SLB.keys` of each row's tool.
+    scales_finite: every row scale is finite (so no score is NaN).
+    """
 
-class _Arena:
-    """Row storage of fixed capacity: buddy-allocated when the native module exists, numpy otherwise."""
-
-    def __init__(self, capacity_rows: int, dim: int) -> None:
-        self.capacity, self.dim = capacity_rows, dim
-        self._alloc: Any = None
-        self._blocks: list[Any] = []
-        if _native is not None:
-            need = capacity_rows * dim + capacity_rows * 4
-            self._alloc = _native.BuddyAllocator(max(_MIN_ARENA, _pow2_at_least(2 * need)))
-            mblock = self._alloc.alloc(capacity_rows * dim)
-            sblock = self._alloc.alloc(capacity_rows * 4)
-            self._blocks = [mblock, sblock]
-            self.matrix: I8 = np.frombuffer(mblock, dtype=np.int8).reshape(capacity_rows, dim)
-            self.scales: F32 = np.frombuffer(sblock, dtype=np.float32)
-        else:
-            self.matrix = np.zeros((capacity_rows, dim), dtype=np.int8)
-            self.scales = np.zeros(capacity_rows, dtype=np.float32)
-
-    def release(self) -> None:
-        """Free the native blocks (numpy views must be dropped first: the allocator refuses otherwise)."""
-        if self._alloc is None:
-            return
-        del self.matrix, self.scales
-        for b in self._blocks:
-            self._alloc.free(b)
-        self._blocks = []
-
-    def stats(self) -> dict[str, Any]:
-        return dict(self._alloc.stats()) if self._alloc is not None and hasattr(self._alloc, "stats") else {}
+    owners: npt.NDArray[np.int64]
+    scales_finite: bool
 
 
 class SLB:
@@ -95,15 +64,20 @@ class SLB:
 
     def __init__(self, dim: int, capacity_rows: int = 256) -> None:
         self.dim = dim
-        self._arena = _Arena(max(1, capacity_rows), dim)
-        self.n_rows = 0
+        self._store = native.Int8RowStore(None, dim, initial_rows=max(1, capacity_rows))
         self._row_owner: list[str] = []  # row index → tool key
         self._rows_of: dict[str, list[int]] = {}  # tool key → its row indices
         self._tool_order: list[str] = []  # stable tool index for score arrays
+        self._rows_per_tool: Counter[int] = Counter()  # row count → tools with that many rows
+        self._derived: _Derived | None = None  # per-row facts for queries; None after a mutation
 
     @property
     def backend(self) -> str:
-        return f"native:{_native.isa()}" if _native is not None else "numpy"
+        return f"native:{native.isa()}"
+
+    @property
+    def n_rows(self) -> int:
+        return len(self._store)
 
     def __len__(self) -> int:
         return len(self._rows_of)
@@ -116,43 +90,29 @@ class SLB:
         """Tool keys in score-array order (the order of :meth:`scores`)."""
         return list(self._tool_order)
 
-    # --- mutation: every change of the row arrays goes through _append_rows / _remove_rows -----------------
+    # --- mutation: every change of the rows goes through _append_rows / _remove_rows ------------------------
 
-    def _grow(self, need_rows: int) -> None:
-        if need_rows <= self._arena.capacity:
-            return
-        new = _Arena(_pow2_at_least(need_rows), self.dim)
-        new.matrix[: self.n_rows] = self._arena.matrix[: self.n_rows]
-        new.scales[: self.n_rows] = self._arena.scales[: self.n_rows]
-        self._arena.release()
-        self._arena = new
-
-    def _append_rows(self, key: str, vectors: F32) -> None:
-        q, s = quantize(vectors)
-        self._grow(self.n_rows + len(q))
-        lo, hi = self.n_rows, self.n_rows + len(q)
-        self._arena.matrix[lo:hi] = q
-        self._arena.scales[lo:hi] = s
-        self._row_owner.extend([key] * len(q))
-        self._rows_of[key] = list(range(lo, hi))
+    def _append_rows(self, key: str, q: I8, scales: F32) -> None:
+        rows = self._store.append_quantized(q, scales)
+        self._row_owner.extend([key] * len(rows))
+        self._rows_of[key] = list(rows)
         self._tool_order.append(key)
-        self.n_rows = hi
+        self._rows_per_tool[len(rows)] += 1
+        self._derived = None
 
     def _remove_rows(self, key: str) -> None:
-        # Fill each hole with the current last row, highest holes first, so moved rows never land in a hole
-        # that is still to be filled.
-        for r in sorted(self._rows_of.pop(key), reverse=True):
-            last = self.n_rows - 1
-            if r != last:
-                self._arena.matrix[r] = self._arena.matrix[last]
-                self._arena.scales[r] = self._arena.scales[last]
-                mover = self._row_owner[last]
-                self._row_owner[r] = mover
-                rows = self._rows_of[mover]
-                rows[rows.index(last)] = r
-            self._row_owner.pop()
-            self.n_rows = last
+        rows = self._rows_of.pop(key)
+        for src, dst in self._store.remove(rows):
+            mover = self._row_owner[src]
+            self._row_owner[dst] = mover
+            moved = self._rows_of[mover]
+            moved[moved.index(src)] = dst
+        del self._row_owner[self.n_rows :]
         self._tool_order.remove(key)
+        self._rows_per_tool[len(rows)] -= 1
+        if not self._rows_per_tool[len(rows)]:
+            del self._rows_per_tool[len(rows)]
+        self._derived = None
 
     def add(self, key: str, vectors: F32) -> None:
         """Add a tool with ``vectors`` (float32 ``[m, dim]``, m ≥ 1 texts). Raises if ``key`` exists."""
@@ -161,7 +121,7 @@ class SLB:
             raise ValueError(f"SLB.add({key!r}): expected vectors of shape [m>=1, {self.dim}], got {v.shape}")
         if key in self._rows_of:
             raise KeyError(f"SLB.add: {key!r} already present (use replace)")
-        self._append_rows(key, v)
+        self._append_rows(key, *native.quantize_i8(v))
 
     def remove(self, key: str) -> None:
         if key not in self._rows_of:
@@ -176,38 +136,76 @@ class SLB:
 
     # --- queries -------------------------------------------------------------------------------------------
 
+    def _quantize_query(self, query: F32) -> tuple[I8, float]:
+        q, s = native.quantize_i8(np.asarray(query, dtype=np.float32).reshape(-1))
+        return q, float(s)
+
+    def _facts(self) -> _Derived:
+        if self._derived is None:
+            index = {k: i for i, k in enumerate(self._tool_order)}
+            owners = np.fromiter((index[o] for o in self._row_owner), dtype=np.int64, count=self.n_rows)
+            self._derived = _Derived(owners, bool(np.isfinite(self._store.scales).all()))
+        return self._derived
+
     def row_scores(self, query: F32) -> F32:
         """Approximate cosine of ``query`` (float32 ``[dim]``, unit norm) with every row: float32 ``[n_rows]``."""
-        q, s = quantize(np.asarray(query, dtype=np.float32).reshape(1, -1))
-        m, sc = self._arena.matrix[: self.n_rows], self._arena.scales[: self.n_rows]
+        q, s = self._quantize_query(query)
         if self.n_rows == 0:
             return np.zeros(0, dtype=np.float32)
-        if _native is not None:
-            return np.asarray(_native.scan_i8(m, sc, q[0], float(s[0])), dtype=np.float32)
-        return scan_reference(m, sc, q[0], float(s[0]))
+        return native.scan(self._store.rows, self._store.scales, q, s)
 
     def scores(self, query: F32) -> F32:
         """Per-tool score (max over the tool's rows), float32 ``[len(self)]`` in :attr:`keys` order."""
         rs = self.row_scores(query)
-        index = {k: i for i, k in enumerate(self._tool_order)}
-        owners = np.fromiter((index[o] for o in self._row_owner), dtype=np.int64, count=self.n_rows)
         out = np.full(len(self._tool_order), -np.inf, dtype=np.float32)
-        np.maximum.at(out, owners, rs)
+        np.maximum.at(out, self._facts().owners, rs)
         return out
 
-    def topk(self, query: F32, k: int) -> tuple[list[str], F32]:
-        """The ``k`` best tools, descending: (keys, scores)."""
+    def _topk_sorted(self, query: F32, k: int) -> tuple[list[str], F32]:
+        """:meth:`topk` by a full scan and a stable sort of every tool's score (the exact path)."""
         sc = self.scores(query)
         order = np.argsort(-sc, kind="stable")[:k]
         return [self._tool_order[i] for i in order], sc[order]
 
+    def topk(self, query: F32, k: int) -> tuple[list[str], F32]:
+        """The ``k`` best tools (k ≥ 0), descending: (keys, float32 scores); ties keep :attr:`keys` order.
+
+        The same answer as a stable sort of :meth:`scores`, from the native fused scan + top-k over rows: a
+        tool in the top k has its best row among the top ``k * max_rows_per_tool`` rows, and those rows,
+        reduced per tool, decide the top k unless a tie sits at the cut (:func:`_tools_from_rows`). A first
+        kernel call asks for fewer rows, which usually decide already. The sort runs instead when the bound
+        covers every row, when ties leave the answer open, or when a scale is not finite (NaN scores would
+        break the max-per-tool reduction).
+        """
+        if k < 0:
+            raise ValueError(f"SLB.topk: k must be >= 0, got {k}")
+        want = k * max(self._rows_per_tool, default=0)
+        if k == 0 or want >= self.n_rows:
+            return self._topk_sorted(query, k)
+        q, qs = self._quantize_query(query)
+        facts = self._facts()
+        if not (facts.scales_finite and math.isfinite(qs)):
+            return self._topk_sorted(query, k)
+        for m in sorted({min(want, _FIRST_ROWS_PER_TOOL * k), want}):
+            hit = native.scan_topk(self._store.rows, self._store.scales, q, qs, m + 1)
+            top = _tools_from_rows(hit, m, k, facts.owners)
+            if top is not None:
+                keys, slots = top
+                return [self._tool_order[t] for t in keys], hit.values[slots]
+        return self._topk_sorted(query, k)
+
     def rows_of(self, key: str) -> tuple[I8, F32]:
         """Copies of the stored INT8 rows and scales of ``key`` (for tests and inspection)."""
         idx = self._rows_of[key]
-        return self._arena.matrix[idx].copy(), self._arena.scales[idx].copy()
+        return self._store.rows[idx], self._store.scales[idx]
 
     def memory_stats(self) -> dict[str, Any]:
-        return {"rows": self.n_rows, "capacity_rows": self._arena.capacity, "dim": self.dim, **self._arena.stats()}
+        return {
+            "rows": self.n_rows,
+            "capacity_rows": self._store.capacity,
+            "dim": self.dim,
+            **self._store.allocator.stats(),
+        }
 
     # --- persistence -----------------------------------------------------------------------------------------
 
@@ -218,8 +216,8 @@ class SLB:
         with open(tmp, "wb") as f:
             np.savez(
                 f,
-                matrix=self._arena.matrix[: self.n_rows],
-                scales=self._arena.scales[: self.n_rows],
+                matrix=self._store.rows,
+                scales=self._store.scales,
                 owners=np.array(self._row_owner, dtype=object).astype(str),
                 order=np.array(self._tool_order, dtype=object).astype(str),
                 meta=np.array(json.dumps(meta or {})),
@@ -234,14 +232,38 @@ class SLB:
             owners, order = [str(x) for x in z["owners"]], [str(x) for x in z["order"]]
             meta = json.loads(str(z["meta"]))
         slb = cls(dim=int(matrix.shape[1]), capacity_rows=max(1, len(matrix)))
-        slb._arena.matrix[: len(matrix)] = matrix
-        slb._arena.scales[: len(matrix)] = scales
-        slb.n_rows = len(matrix)
+        slb._store.append_quantized(matrix, scales)
         slb._row_owner = owners
         slb._tool_order = order
         for i, o in enumerate(owners):
             slb._rows_of.setdefault(o, []).append(i)
+        slb._rows_per_tool = Counter(len(rows) for rows in slb._rows_of.values())
         return slb, meta
+
+
+def _tools_from_rows(
+    hit: native.TopK, m: int, k: int, owners: npt.NDArray[np.int64]
+) -> tuple[list[int], list[int]] | None:
+    """The top ``k`` tools from the best ``m + 1`` rows (``hit``, best first): (tool positions, row slots).
+
+    Rows come best first, so a tool's first row is its max. Once k tools are in, a row below the k-th tool's
+    score cannot place its tool, while rows equal to it can (ties rank by position in keys). So the answer
+    is decided when the first ``m`` rows hold k tools and row ``m`` scores below the k-th; None otherwise.
+    """
+    vals = hit.values.tolist()
+    first: dict[int, int] = {}  # tool position → slot of its best row
+    cutoff = math.inf
+    for slot, tool in enumerate(owners[hit.indices[:m]].tolist()):
+        if len(first) >= k and vals[slot] < cutoff:
+            break
+        if tool not in first:
+            first[tool] = slot
+            if len(first) == k:
+                cutoff = vals[slot]
+    if len(first) < k or not vals[m] < cutoff:
+        return None
+    top = sorted(first, key=lambda t: (-vals[first[t]], t))[:k]
+    return top, [first[t] for t in top]
 
 
 def cache_path(embedder_fingerprint: str, content_key: str, suffix: str = ".npz") -> Path:
