@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,6 @@ from common import NO_TOOL, SHARED, calibrated_router, retrieval_args, save_rows
 from nexus_agent.evaluation.routing import evaluate, load_eval
 from nexus_agent.registry import load_registry
 from nexus_agent.routing.embedders import create_embedder
-from nexus_agent.routing.router import RouterConfig
 
 SETS = {"github_dev": ("github_dev.jsonl", "github_all"), "mixed_dev": ("mixed_dev.jsonl", "desktop_all")}
 FULL_PROFILE = "desktop_all_plus_github"
@@ -48,13 +46,12 @@ def main() -> None:
     emb = create_embedder(args.embedder)
     rows: list[dict[str, Any]] = []
     for label, kw in VARIANTS:
-        cfg = replace(RouterConfig(), **kw)
         t0 = time.monotonic()
         for set_name, (fname, own) in SETS.items():
             items = load_eval(SHARED / "eval" / fname, reg)
             for size in args.sizes.split(","):
                 prof, n = (own, None) if size == "own" else (FULL_PROFILE, int(size))
-                router, keys, calib = calibrated_router(reg, prof, emb, cfg)
+                router, keys, calib = calibrated_router(reg, prof, emb, kw)
                 s, _ = evaluate(router, items, keys, n_tools=n, seed=args.seed)
                 row = {
                     "variant": label,
@@ -69,7 +66,7 @@ def main() -> None:
                 rows.append(row)
                 print(json.dumps(row), flush=True)
         for prof in (p for _, p in SETS.values()):
-            router, keys, _ = calibrated_router(reg, prof, emb, cfg)
+            router, keys, _ = calibrated_router(reg, prof, emb, kw)
             s, _ = evaluate(router, load_eval(NO_TOOL, reg), keys)
             row = {
                 "variant": label,

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from nexus_agent.registry import Registry
 from nexus_agent.routing.embedders.base import Embedder
-from nexus_agent.routing.router import Router, RouterConfig
+from nexus_agent.routing.router import Router, RouterConfig, RouterOptions, build_router
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+# the vendored registry and eval sets (data/README.md); NEXUS_SHARED points at another copy of the same layout
+SHARED = Path(os.environ.get("NEXUS_SHARED", ROOT / "data"))
 NO_TOOL = ROOT / "tests" / "routing" / "data" / "no_tool_queries.jsonl"
 
 
@@ -29,12 +32,22 @@ def retrieval_args(name: str, sizes: str, sizes_help: str) -> argparse.Namespace
     return ap.parse_args()
 
 
+def split_knobs(knobs: dict[str, Any], **options: Any) -> tuple[RouterOptions, RouterConfig]:
+    """``knobs`` (RouterOptions and RouterConfig fields alike, as the ablation tables list them) plus ``options``,
+    as ``build_router`` takes them: (options, tuning)."""
+    own = {k: v for k, v in knobs.items() if k in RouterOptions.model_fields}
+    rest = {k: v for k, v in knobs.items() if k not in own}
+    return RouterOptions(**own, **options), replace(RouterConfig(), **rest)
+
+
 def calibrated_router(
-    reg: Registry, profile: str, emb: Embedder, cfg: RouterConfig
+    reg: Registry, profile: str, emb: Embedder, knobs: dict[str, Any]
 ) -> tuple[Router, list[str], dict[str, float]]:
-    """A router over ``profile`` with τ and the relevance floor calibrated: (router, qualified names, calibration)."""
+    """A retrieval-only router over ``profile`` with ``knobs`` (:func:`split_knobs`), τ and the relevance floor
+    calibrated: (router, qualified names, calibration)."""
     tools = reg.profile(profile)
-    router = Router(tools, emb, cfg)
+    options, tuning = split_knobs(knobs, reranker="none")
+    router = build_router(tools, options, embedder=emb, tuning=tuning)
     calib = router.calibrate()
     return router, [t.qualified_name for t in tools], calib
 

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 from common import ROOT, SHARED
 
+from nexus_agent.build.dataset import DEFAULT_SET
+from nexus_agent.build.minilm_tools import build_venv
 from nexus_agent.evaluation.routing import load_eval
 from nexus_agent.models import resolve
 from nexus_agent.paths import cache_dir
@@ -30,9 +32,7 @@ from nexus_agent.routing.docs import tool_document
 from nexus_agent.routing.embedders import create_embedder
 from nexus_agent.routing.query import expand_query
 from nexus_agent.routing.rerank.base import history_text
-from nexus_agent.routing.router import Router, RouterConfig
-from nexus_agent.routing.tune.build import build_venv
-from nexus_agent.routing.tune.dataset import DEFAULT_SET
+from nexus_agent.routing.router import RouterOptions, build_router
 
 SETS = {"github_dev": ("github_dev.jsonl", "github_all"), "mixed_dev": ("mixed_dev.jsonl", "desktop_all")}
 
@@ -98,7 +98,8 @@ def main() -> None:
     emb = create_embedder("minilm-tools")
     rows: list[dict[str, Any]] = []
     for set_name, (fname, prof) in SETS.items():
-        router = Router(reg.profile(prof), emb, RouterConfig(gate=True))
+        retrieval = RouterOptions(embedder="minilm-tools", reranker="none")
+        router = build_router(reg.profile(prof), retrieval, embedder=emb)
         router.calibrate()
         assert router.gate is not None
         items = [it for it in load_eval(SHARED / "eval" / fname, reg) if it.gold]

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,6 @@ from common import NO_TOOL, SHARED, calibrated_router, retrieval_args, save_rows
 from nexus_agent.evaluation.routing import evaluate, load_eval
 from nexus_agent.registry import load_registry
 from nexus_agent.routing.embedders import create_embedder
-from nexus_agent.routing.router import RouterConfig
 
 N_BEFORE = 34  # no-tool requests written before the exemplars; the rest were written after them
 TOOL_SETS = {"github_dev": ("github_dev.jsonl", "github_all"), "mixed_dev": ("mixed_dev.jsonl", "desktop_all")}
@@ -48,18 +46,18 @@ def main() -> None:
     sizes = [None if s == "all" else int(s) for s in args.sizes.split(",")]
     rows: list[dict[str, Any]] = []
     for label, kw in VARIANTS:
-        cfg = replace(RouterConfig(), gate=False, **kw)
+        knobs = {"gate": False, **kw}
         for n in sizes:
             row: dict[str, Any] = {"variant": label, "n_tools": n or "all"}
             t0 = time.monotonic()
             for set_name, (fname, prof) in TOOL_SETS.items():
-                router, keys, _ = calibrated_router(reg, prof, emb, cfg)
+                router, keys, _ = calibrated_router(reg, prof, emb, knobs)
                 items = load_eval(SHARED / "eval" / fname, reg)
                 s, res = evaluate(router, items, keys, n_tools=n, seed=args.seed)
                 row[f"{set_name}_accuracy"] = s["accuracy"]
                 row[f"{set_name}_turned_away"] = sum(r.result.tool is None for r in res) / len(res)
             for prof in NO_TOOL_PROFILES:
-                router, keys, _ = calibrated_router(reg, prof, emb, cfg)
+                router, keys, _ = calibrated_router(reg, prof, emb, knobs)
                 _, res = evaluate(router, no_tool, keys, n_tools=n, seed=args.seed)
                 fp = [r.result.tool is not None for r in res]
                 row[f"fp_{prof}"] = sum(fp) / len(fp)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,7 @@ from common import ROOT, SHARED
 from nexus_agent.evaluation.routing import evaluate, load_eval
 from nexus_agent.registry import load_registry
 from nexus_agent.routing.embedders import create_embedder
-from nexus_agent.routing.rerank import create_reranker
-from nexus_agent.routing.router import Router, RouterConfig
+from nexus_agent.routing.router import RouterOptions, build_router, create_decision
 
 SETS = {"github_dev": "github_dev.jsonl", "mixed_dev": "mixed_dev.jsonl"}
 FULL_PROFILE = "desktop_all_plus_github"
@@ -48,12 +46,16 @@ def main() -> None:
     tools = reg.profile(FULL_PROFILE)
     profile = [t.qualified_name for t in tools]
     sizes = [int(s) for s in args.sizes.split(",")]
-    rr = None if args.reranker == "none" else create_reranker(args.reranker, model=args.llm, n_threads=args.threads)
+    decision = RouterOptions(reranker=args.reranker, reranker_model=args.llm, threads=args.threads)
+    rr = create_decision(decision)  # one LLM for every gated router
     rows: list[dict[str, Any]] = []
     for emb_name in args.embedders.split(","):
         emb = create_embedder(emb_name)
         for gate in (False, True):
-            router = Router(tools, emb, replace(RouterConfig(), gate=gate), rr if gate else None)
+            options = decision.model_copy(
+                update={"embedder": emb_name, "gate": gate, "reranker": args.reranker if gate else "none"}
+            )
+            router = build_router(tools, options, embedder=emb, reranker=rr)
             calib = router.calibrate()
             for set_name in args.sets.split(","):
                 items = load_eval(SHARED / "eval" / SETS[set_name], reg)[: args.limit]

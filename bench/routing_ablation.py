@@ -15,13 +15,12 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from common import NO_TOOL, ROOT, SHARED
+from common import NO_TOOL, ROOT, SHARED, split_knobs
 
 from nexus_agent.evaluation.routing import evaluate, load_eval
 from nexus_agent.registry import load_registry
 from nexus_agent.routing.embedders import create_embedder
-from nexus_agent.routing.rerank import create_reranker
-from nexus_agent.routing.router import Router, RouterConfig
+from nexus_agent.routing.router import RouterConfig, RouterOptions, build_router, create_decision
 
 SETS = {"github_dev": ("github_dev.jsonl", "github_all"), "mixed_dev": ("mixed_dev.jsonl", "desktop_all")}
 
@@ -68,7 +67,8 @@ def main() -> None:
             items = load_eval(SHARED / "eval" / fname, reg)
             keys = [t.qualified_name for t in tools]
             for label, kw in [] if args.reranker_only else STEPS:
-                router = Router(tools, emb, replace(RouterConfig(), gate=False, **kw))
+                options, tuning = split_knobs(kw, embedder=emb_name, reranker="none", gate=False)
+                router = build_router(tools, options, embedder=emb, tuning=tuning)
                 router.calibrate()
                 s, res = evaluate(router, items, keys)
                 # recall at several pool sizes from the same ranking
@@ -89,7 +89,10 @@ def main() -> None:
                 rows.append(row)
                 print(json.dumps(row), flush=True)
             if args.reranker != "none":
-                rr = create_reranker(args.reranker, model=args.llm, n_threads=args.threads)
+                decision = RouterOptions(
+                    embedder=emb_name, reranker=args.reranker, reranker_model=args.llm, threads=args.threads
+                )
+                rr = create_decision(decision)
                 nt = load_eval(NO_TOOL, reg)
                 sub = items[:: args.every] + nt[:: 2 * args.every]
                 modes = {
@@ -97,7 +100,7 @@ def main() -> None:
                     "always": ("always escalate", replace(RouterConfig(), always_escalate=True)),
                 }
                 for label, cfg in [modes[m] for m in args.modes.split(",")]:
-                    router = Router(tools, emb, cfg, rr)
+                    router = build_router(tools, decision, embedder=emb, reranker=rr, tuning=cfg)
                     cal = router.calibrate()
                     s, _ = evaluate(router, sub, keys)
                     row = {

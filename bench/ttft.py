@@ -33,6 +33,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from common import SHARED  # noqa: E402
+
 from nexus_agent.agent.api import DEFAULT_MODEL  # noqa: E402
 from nexus_agent.agent.args import ARG_SIGNATURE, arg_prompt, grammar_for  # noqa: E402
 from nexus_agent.agent.prompts import SYSTEM_MAIN, arg_request  # noqa: E402
@@ -102,8 +104,8 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=6)
     ap.add_argument("--c-queries", type=int, default=2, help="queries for arm (c), which is slow")
     ap.add_argument("--n-ctx", type=int, default=8192)
-    ap.add_argument("--registry", default=str(ROOT.parent / "shared" / "mcp-registry"))
-    ap.add_argument("--eval", default=str(ROOT.parent / "shared" / "eval" / "github_dev.jsonl"))
+    ap.add_argument("--registry", default=str(SHARED / "mcp-registry"))
+    ap.add_argument("--eval", default=str(SHARED / "eval" / "github_dev.jsonl"))
     ap.add_argument("--profile", default="desktop_all_plus_github")
     ap.add_argument("--embedder", default=DEFAULT_EMBEDDER)
     ap.add_argument(
@@ -114,7 +116,7 @@ def main() -> None:
     )
     ap.add_argument(
         "--token-evals",
-        default=",".join(str(ROOT.parent / "shared" / "eval" / f) for f in ("github_dev.jsonl", "mixed_dev.jsonl")),
+        default=",".join(str(SHARED / "eval" / f) for f in ("github_dev.jsonl", "mixed_dev.jsonl")),
         help="eval files whose every tool item (gold tool, own history) is counted for tool-definition tokens",
     )
     ap.add_argument("--seed", type=int, default=0)

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from nexus_agent import defaults
 from nexus_agent.agent.turn import RouteOutcome
-from nexus_agent.engine import SIDECAR, Engine
+from nexus_agent.engine import Engine
 from nexus_agent.registry import Tool
 from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
+
+if TYPE_CHECKING:
+    from nexus_agent.routing.router import Router
 
 _embedders: dict[str, Any] = {}
 _embedders_lock = threading.Lock()
@@ -33,7 +37,7 @@ def shared_embedder(name: str) -> Any:
 class AgentRouter:
     """Adapts ``nexus_agent.routing.Router`` to the turn pipeline (``route_turn``) and to MCP list diffs."""
 
-    def __init__(self, router: Any) -> None:
+    def __init__(self, router: Router) -> None:
         self.router = router
 
     def route_turn(self, query: str, window: list[dict[str, str]]) -> RouteOutcome:
@@ -52,13 +56,15 @@ class AgentRouter:
 
 
 def build_router(
-    tools: Sequence[Tool], engine: Engine | None, embedder: str = DEFAULT_EMBEDDER, reranker: str | None = "llm-choice"
+    tools: Sequence[Tool],
+    engine: Engine | None,
+    embedder: str = DEFAULT_EMBEDDER,
+    reranker: str | None = defaults.RERANKER,
 ) -> AgentRouter:
     """A router over ``tools``; escalations go to ``reranker`` running on ``engine`` (None: retrieval only)."""
-    from nexus_agent.routing.rerank.base import create_reranker
-    from nexus_agent.routing.rerank.session import PrefixCachedLLM
-    from nexus_agent.routing.router import Router
+    from nexus_agent.routing import router
+    from nexus_agent.routing.options import RouterOptions
 
-    llm = PrefixCachedLLM(engine=engine, seq=SIDECAR) if engine is not None else None
-    rr = create_reranker(reranker, llm=llm) if (reranker and llm is not None) else None
-    return AgentRouter(Router(list(tools), shared_embedder(embedder), reranker=rr))
+    decision = reranker if reranker and engine is not None else "none"
+    options = RouterOptions(embedder=embedder, reranker=decision)
+    return AgentRouter(router.build_router(list(tools), options, engine, embedder=shared_embedder(embedder)))

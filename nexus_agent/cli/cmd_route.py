@@ -3,26 +3,22 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from nexus_agent import defaults
-from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
+from nexus_agent.routing.options import RouterOptions
 
 if TYPE_CHECKING:
     from nexus_agent.registry import Registry, Tool
     from nexus_agent.routing.router import Router
 
-# qwen1.5b: the 0.5B model made escalated decisions *worse* than retrieval top-1 (0.38 vs 0.50, n=34), 1.5B better
-# (0.65 vs 0.47, n=17); see bench/results/routing_ablation.md
-DEFAULT_LLM = defaults.CHAT_MODEL
+_D = RouterOptions()  # the defaults of every flag below
 
 RegistryOpt = Annotated[Path, typer.Option("--registry", help="registry folder (<server>/<tool>.json) or tool folder")]
 ProfileOpt = Annotated[str | None, typer.Option("--profile", help="profile name from profiles.json (default: all)")]
-EmbedderOpt = Annotated[str, typer.Option("--embedder", help="embedder backend: minilm, nomic, st")]
+EmbedderOpt = Annotated[str, typer.Option("--embedder", help="embedder backend: minilm-tools, minilm, nomic, st")]
 EmbedderModelOpt = Annotated[str | None, typer.Option("--embedder-model", help="model name or path")]
 RerankerOpt = Annotated[str, typer.Option("--reranker", help="llm-choice, llm-pointwise, cross-encoder or none")]
 RerankerModelOpt = Annotated[str | None, typer.Option("--reranker-model", help="LLM name/path or cross-encoder path")]
@@ -36,39 +32,14 @@ HybridOpt = Annotated[bool, typer.Option("--hybrid/--no-hybrid", help="fuse BM25
 ThreadsOpt = Annotated[int, typer.Option("--threads", help="CPU threads for the models")]
 
 
-def build_router(
-    registry: Path,
-    profile: str | None,
-    embedder: str,
-    embedder_model: str | None,
-    reranker: str,
-    reranker_model: str | None,
-    pool: int,
-    gate: bool,
-    synthetic: bool | None,
-    hybrid: bool,
-    threads: int = 2,
-) -> tuple[Registry, list[Tool], Router]:
-    """Router over the profile's tools, with the chosen backends (shared by both commands and bench/)."""
+def _router(registry: Path, profile: str | None, options: RouterOptions) -> tuple[Registry, list[Tool], Router]:
+    """(registry, the profile's tools, a router over them) for both commands."""
     from nexus_agent.registry import load_registry
-    from nexus_agent.routing.embedders import create_embedder
-    from nexus_agent.routing.rerank import create_reranker
-    from nexus_agent.routing.router import Router, RouterConfig
+    from nexus_agent.routing.router import build_router
 
     reg = load_registry(registry)
     tools = reg.profile(profile)
-    # embedders run single-threaded (short inputs); --threads is for the LLM reranker
-    emb = create_embedder(embedder, embedder_model)
-    rr = None
-    if reranker != "none":
-        kwargs: dict[str, object] = (
-            {"model": reranker_model}
-            if reranker == "cross-encoder"
-            else {"model": reranker_model or DEFAULT_LLM, "n_threads": threads}
-        )
-        rr = create_reranker(reranker, **kwargs)
-    cfg = replace(RouterConfig(), pool=pool, gate=gate, synthetic=synthetic, hybrid=hybrid)
-    return reg, tools, Router(tools, emb, cfg, rr)
+    return reg, tools, build_router(tools, options)
 
 
 def register(app: typer.Typer) -> None:
@@ -77,31 +48,33 @@ def register(app: typer.Typer) -> None:
         query: Annotated[str, typer.Argument(help="the user request")],
         registry: RegistryOpt,
         profile: ProfileOpt = None,
-        embedder: EmbedderOpt = DEFAULT_EMBEDDER,
-        embedder_model: EmbedderModelOpt = None,
-        reranker: RerankerOpt = "llm-choice",
-        reranker_model: RerankerModelOpt = None,
-        pool: PoolOpt = 20,
-        gate: GateOpt = True,
-        synthetic: SynthOpt = None,
-        hybrid: HybridOpt = True,
+        embedder: EmbedderOpt = _D.embedder,
+        embedder_model: EmbedderModelOpt = _D.embedder_model,
+        reranker: RerankerOpt = _D.reranker,
+        reranker_model: RerankerModelOpt = _D.reranker_model,
+        pool: PoolOpt = _D.pool,
+        gate: GateOpt = _D.gate,
+        synthetic: SynthOpt = _D.synthetic,
+        hybrid: HybridOpt = _D.hybrid,
         top: Annotated[int, typer.Option("--top", help="candidates to print")] = 10,
         as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
-        threads: ThreadsOpt = 2,
+        threads: ThreadsOpt = _D.threads,
     ) -> None:
         """Rank the tools for QUERY and show the gate's decision (auto, escalated or no-tool)."""
-        _, _, router = build_router(
+        _, _, router = _router(
             registry,
             profile,
-            embedder,
-            embedder_model,
-            reranker,
-            reranker_model,
-            pool,
-            gate,
-            synthetic,
-            hybrid,
-            threads,
+            RouterOptions(
+                embedder=embedder,
+                embedder_model=embedder_model,
+                reranker=reranker,
+                reranker_model=reranker_model,
+                pool=pool,
+                gate=gate,
+                synthetic=synthetic,
+                hybrid=hybrid,
+                threads=threads,
+            ),
         )
         calib = router.calibrate()
         res = router.route(query)
@@ -128,32 +101,34 @@ def register(app: typer.Typer) -> None:
         profile: ProfileOpt = None,
         n_tools: Annotated[int | None, typer.Option("--n-tools", help="tools per item (distractors sampled)")] = None,
         seed: Annotated[int, typer.Option("--seed")] = 0,
-        embedder: EmbedderOpt = DEFAULT_EMBEDDER,
-        embedder_model: EmbedderModelOpt = None,
-        reranker: RerankerOpt = "llm-choice",
-        reranker_model: RerankerModelOpt = None,
-        pool: PoolOpt = 20,
-        gate: GateOpt = True,
-        synthetic: SynthOpt = None,
-        hybrid: HybridOpt = True,
+        embedder: EmbedderOpt = _D.embedder,
+        embedder_model: EmbedderModelOpt = _D.embedder_model,
+        reranker: RerankerOpt = _D.reranker,
+        reranker_model: RerankerModelOpt = _D.reranker_model,
+        pool: PoolOpt = _D.pool,
+        gate: GateOpt = _D.gate,
+        synthetic: SynthOpt = _D.synthetic,
+        hybrid: HybridOpt = _D.hybrid,
         limit: Annotated[int | None, typer.Option("--limit", help="only the first N lines")] = None,
-        threads: ThreadsOpt = 2,
+        threads: ThreadsOpt = _D.threads,
     ) -> None:
         """Evaluate routing on an eval set; prints a one-line summary and writes the JSON summary."""
         from nexus_agent.evaluation.routing import evaluate, load_eval, summary_line, write_json
 
-        reg, tools, router = build_router(
+        reg, tools, router = _router(
             registry,
             profile,
-            embedder,
-            embedder_model,
-            reranker,
-            reranker_model,
-            pool,
-            gate,
-            synthetic,
-            hybrid,
-            threads,
+            RouterOptions(
+                embedder=embedder,
+                embedder_model=embedder_model,
+                reranker=reranker,
+                reranker_model=reranker_model,
+                pool=pool,
+                gate=gate,
+                synthetic=synthetic,
+                hybrid=hybrid,
+                threads=threads,
+            ),
         )
         items = load_eval(eval_file, reg)[:limit]
         calib = router.calibrate()

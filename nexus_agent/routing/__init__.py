@@ -1,4 +1,5 @@
 """Retrieval-decoupled tool routing: SLB (INT8 dense) + BM25 candidates, margin gate, reranker / LLM decision.
 
-Entry point: :class:`nexus_agent.routing.router.Router`.
+Entry point: :func:`nexus_agent.routing.router.build_router` (a :class:`~nexus_agent.routing.router.Router` from
+:class:`~nexus_agent.routing.options.RouterOptions`).
 """

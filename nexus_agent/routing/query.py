@@ -81,6 +81,11 @@ def expand_query(query: str) -> str:
     return f"{query} ({'; '.join(extra)})" if extra else query
 
 
+def for_retrieval(query: str, expand: bool = True) -> str:
+    """The query as retrieval sees it: :func:`expand_query`'s, or the query itself when ``expand`` is off."""
+    return expand_query(query) if expand else query
+
+
 # Words that point back into the conversation: "reopen it", "any similar reports in that repo?", "log a bug for
 # this". Retrieval sees only the request, so with history such a request goes to the reranker, which sees the
 # conversation too. A "that" used as a conjunction costs one needless escalation, not a wrong decision.

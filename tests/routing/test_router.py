@@ -178,10 +178,12 @@ def test_relevance_floor_is_recomputed_for_an_allowed_subset(registry_dir: Path)
     assert r.min_dense is not None
     everything = set(r.slb.keys)
     # over the whole registry the subset statistic is the calibrated floor itself
-    assert r._subset_floor(everything) == pytest.approx(r.min_dense, abs=1e-6)
+    assert r.calibration.subset_floor(everything) == pytest.approx(r.min_dense, abs=1e-6)
     few = set(sorted(everything)[:5])
-    assert r._subset_floor(few) <= r.min_dense  # fewer tools → weaker best matches → lower floor
-    assert r._subset_floor(set()) == float("inf")
+    assert r.calibration.subset_floor(few) <= r.min_dense  # fewer tools → weaker best matches → lower floor
+    assert r.calibration.subset_floor(set()) == float("inf")
+    assert r.calibration.floor(few) == r.calibration.subset_floor(few)
+    assert r.calibration.floor() == r.min_dense
 
 
 class Recording(Reranker):
@@ -223,9 +225,9 @@ def test_a_request_that_points_back_goes_to_the_reranker_when_there_is_history(r
     assert rr.calls == 1 and res.decision == "escalated" and res.escalated
     assert r.route("reopen it").escalated is False and rr.calls == 1  # nothing earlier to point at
     assert r.route("list the open issues in acme/api", history=hist).escalated is False and rr.calls == 1
-    r.cfg = replace(cfg, escalate_back_references=False)
+    r = Router(_tools(registry_dir), HashEmbedder(), replace(cfg, escalate_back_references=False), rr)
     assert r.route("reopen it", history=hist).escalated is False and rr.calls == 1
-    r.cfg = replace(cfg, gate=False)  # --no-gate: retrieval top-1 is final, whatever the request
+    r = Router(_tools(registry_dir), HashEmbedder(), replace(cfg, gate=False), rr)  # --no-gate: top-1 is final
     assert r.route("reopen it", history=hist).escalated is False and rr.calls == 1
 
 
@@ -254,14 +256,15 @@ def test_a_tool_whose_own_requests_read_like_small_talk_keeps_them(registry_dir:
     assert Router(tools, HashEmbedder(), cfg).route(q).tool is None
     r = Router(tools, HashEmbedder(), cfg, synthetic={"github__list_gists": [q]})
     assert r.route(q).tool is not None
-    reqs, owners = r.tool_requests()
+    reqs, owners = r.calibration.tool_requests()
     owner_keys = {r.slb.keys[i] for i in owners}
-    assert len(reqs) == len(owners) and q in r._synth["github__list_gists"] and "github__list_gists" in owner_keys
+    assert len(reqs) == len(owners) and q in r.index.synthetic["github__list_gists"]
+    assert "github__list_gists" in owner_keys
     without = {k for k in r.tools if k != "github__list_gists"}
     assert r.route(q, allowed=without).tool is None
     # a tool change rebuilds the tool side of the test
     r.remove_tools(["github__list_gists"])
-    assert "github__list_gists" not in {r.slb.keys[i] for i in r.tool_requests()[1]}
+    assert "github__list_gists" not in {r.slb.keys[i] for i in r.calibration.tool_requests()[1]}
     assert r.route(q).tool is None
 
 
@@ -283,7 +286,7 @@ def test_no_tool_exemplars_share_no_request_with_the_test_or_eval_sets(registry_
 
 
 def test_embedding_cache_rewrites_its_file_only_when_it_learned_something(tmp_path: Path) -> None:
-    from nexus_agent.routing.router import EmbeddingCache
+    from nexus_agent.routing.index import EmbeddingCache
 
     path = tmp_path / "texts.npz"
     cache = EmbeddingCache(HashEmbedder())
@@ -395,3 +398,43 @@ def test_summary_splits_accuracy_between_the_gate_and_the_decision() -> None:
     assert s["accuracy_ceiling"] == pytest.approx(3 / 5)
     assert s["accuracy_auto"] == pytest.approx(1 / 2)
     assert s["accuracy_escalated"] == pytest.approx(0.0)
+
+
+def test_a_tool_change_drops_the_calibration_and_the_next_route_makes_it_again(registry_dir: Path) -> None:
+    tools = _tools(registry_dir)
+    cfg = RouterConfig(synthetic=False)
+    r = Router(tools, HashEmbedder(), cfg)
+    assert r.gate is None and r.min_dense is None  # lazy: nothing calibrated before the first route
+    r.calibrate()
+    bm25 = r.index.bm25
+    r.remove_tools(["no__such_tool"])  # nothing changed: nothing dropped
+    assert r.gate is not None and r.index.bm25 is bm25
+    r.remove_tools(["github__list_gists"])
+    assert r.gate is None and r.min_dense is None and r.index.bm25 is not bm25
+    r.route("list the gists of user octocat")
+    assert r.gate is not None and r.min_dense is not None
+    # the same as a router built over the new tool set from the start
+    fresh = Router([t for t in tools if t.name != "list_gists"], HashEmbedder(), cfg)
+    assert r.calibrate() == fresh.calibrate()
+    assert r.calibration.subset_floor({"github__get_me"}) == fresh.calibration.subset_floor({"github__get_me"})
+
+
+def test_build_router_reads_the_options_and_sets_them_on_the_tuning(registry_dir: Path) -> None:
+    from nexus_agent import defaults
+    from nexus_agent.routing.router import RouterOptions, build_router, create_decision
+
+    tools = _tools(registry_dir)[:30]
+    assert RouterOptions().config() == RouterConfig()  # the options' defaults are the pipeline's
+    assert (RouterOptions().embedder, RouterOptions().reranker) == (defaults.EMBEDDER, defaults.RERANKER)
+    opts = RouterOptions(reranker="none", pool=7, gate=False, synthetic=False, hybrid=False)
+    r = build_router(tools, opts, embedder=HashEmbedder(), tuning=RouterConfig(tau=0.0, bm25_weight=0.5, pool=99))
+    assert r.reranker is None and (r.cfg.pool, r.cfg.gate, r.cfg.synthetic, r.cfg.hybrid) == (7, False, False, False)
+    assert (r.cfg.tau, r.cfg.bm25_weight) == (0.0, 0.5)
+    rr = Recording()  # an already loaded decision is used for the reranker the options name, and only then
+    with_rr = build_router(tools, RouterOptions(synthetic=False), embedder=HashEmbedder(), reranker=rr)
+    assert with_rr.reranker is rr
+    assert build_router(tools, opts, embedder=HashEmbedder(), reranker=rr).reranker is None
+    with pytest.raises(ValueError, match="reranker-model"):  # a cross-encoder gets the model path, no LLM
+        create_decision(RouterOptions(reranker="cross-encoder"))
+    with pytest.raises(KeyError, match="unknown reranker"):
+        create_decision(RouterOptions(reranker="coin-flip"))

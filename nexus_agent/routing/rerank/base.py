@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 from nexus_agent.registry import Tool
 
@@ -26,6 +26,8 @@ class RerankResult:
 
 class Reranker(ABC):
     name: str = ""
+    # the decision asks an LLM (through ``rerank.llm.DecisionLLM``): it can run on a borrowed engine's sequence
+    uses_llm: ClassVar[bool] = False
 
     @abstractmethod
     def rerank(self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()) -> RerankResult:
@@ -33,7 +35,7 @@ class Reranker(ABC):
 
 
 R = TypeVar("R", bound=type[Reranker])
-RERANKERS: dict[str, Callable[..., Reranker]] = {}
+RERANKERS: dict[str, type[Reranker]] = {}
 
 
 def register_reranker(name: str) -> Callable[[R], R]:
@@ -45,12 +47,18 @@ def register_reranker(name: str) -> Callable[[R], R]:
     return deco
 
 
-def create_reranker(name: str, **kwargs: object) -> Reranker:
+def reranker_class(name: str) -> type[Reranker]:
+    """The class registered as ``name`` (KeyError naming the known ones)."""
     from nexus_agent.routing.rerank import cross_encoder, llm_choice, llm_pointwise  # noqa: F401
 
     if name not in RERANKERS:
         raise KeyError(f"unknown reranker {name!r} (known: {', '.join(sorted(RERANKERS))})")
-    return RERANKERS[name](**kwargs)
+    return RERANKERS[name]
+
+
+def create_reranker(name: str, **kwargs: object) -> Reranker:
+    make: Callable[..., Reranker] = reranker_class(name)
+    return make(**kwargs)
 
 
 def history_text(history: Sequence[dict[str, str]], max_turns: int = 2, max_chars: int = 300) -> str:

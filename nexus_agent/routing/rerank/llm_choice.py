@@ -14,31 +14,24 @@ from collections.abc import Sequence
 import numpy as np
 
 from nexus_agent import defaults
-from nexus_agent.engine import common_prefix_len
 from nexus_agent.registry import Tool
 from nexus_agent.routing.rerank.base import Reranker, RerankResult, history_text, register_reranker
-from nexus_agent.routing.rerank.session import PrefixCachedLLM
+from nexus_agent.routing.rerank.llm import DecisionLLM, standalone_llm
 from nexus_agent.routing.trie import TokenNameFSM
 from nexus_agent.signature import SignatureOptions, signature
 
 NONE = "none"
-# Name and description only: on the github_dev items the gate escalates (first 16), listing each candidate as
-# ``name(…) — 120 characters of description`` picked right 7 times vs 6 with up to six typed parameters and 80
-# characters, at half the prompt (median 547 vs 1,147 tokens, 18 vs 45 s per decision on a loaded machine).
+# Name and description only: as accurate as typed parameters at half the prompt
+# (docs/measurements.md#final-decision).
 _SIG = SignatureOptions(max_params=0, tool_desc_chars=120)  # no parameter shown: enum/nesting limits are moot
 # Candidates below the first ten are listed by name alone: their descriptions cost prefill on every escalated
-# decision for candidates the model seldom takes. On the 98 dev-set pools the gate escalates (qwen1.5b) it picked
-# right 53 times either way (1 won and 1 lost on github_dev, 2 and 2 on mixed_dev), at a median prompt of 650 vs 783
-# tokens (github_dev); on 24 of them, same run, 6.3 vs 8.7 s per decision. Cutting the pool to ten instead tied as
-# well but loses the gold tool on 6 of those 98 requests (candidate recall).
+# decision for candidates the model seldom takes (docs/measurements.md#final-decision).
 _DESCRIBED = 10
 _SIG_BARE = SignatureOptions(max_params=0, tool_desc_chars=0)
-# The instructions, then worked examples over a made-up ticket tracker (no registry or eval tool, no eval request).
-# The system message is the same for every decision, so its KV is reused and the examples cost no time after the
-# first one. Why: qwen1.5b, picking among near-duplicates, took a consolidated write tool's generic name for a
-# read or passed over it ("log a bug …, assign it to bsmith" → label_write, "close … as not planned" → none) and
-# took a search tool for a question about one object. On the github_dev items the gate escalated, the examples
-# picked right 19 of 33 vs 13 without them (retrieval top-1: 6), losing none (more: README, "final decision").
+# The instructions, then worked examples over a made-up ticket tracker (no registry or eval tool, no eval request):
+# a small model took a consolidated write tool's generic name for a read, and a search tool for a question about
+# one object. The system message is the same for every decision, so its KV is reused and the examples cost no time
+# after the first one (docs/measurements.md#final-decision).
 _SYSTEM = (
     "You pick the single tool that fulfils the user's latest request. Tools are listed as "
     "name(…) — description. Consider what the user wants done or wants to know, and which operation does it. "
@@ -85,14 +78,13 @@ def build_messages(query: str, candidates: Sequence[Tool], history: Sequence[dic
 
 @register_reranker("llm-choice")
 class LLMChoiceReranker(Reranker):
-    def __init__(
-        self, model: str = defaults.CHAT_MODEL, n_threads: int = 2, llm: PrefixCachedLLM | None = None
-    ) -> None:
-        self.llm = llm or PrefixCachedLLM(model, n_threads=n_threads)
-        m = self.llm.model
+    uses_llm = True
+
+    def __init__(self, model: str = defaults.CHAT_MODEL, n_threads: int = 2, llm: DecisionLLM | None = None) -> None:
+        self.llm = llm or standalone_llm(model, n_threads)
         # ChatML's <|im_end|> ends the name where the vocabulary has it; models without it end on EOS/newline.
-        im_end = m.tokenize("<|im_end|>")
-        ends = {m.eos(), *m.tokenize("\n"), *(im_end if len(im_end) == 1 else [])}
+        im_end = self.llm.tokenize("<|im_end|>")
+        ends = {self.llm.eos(), *self.llm.tokenize("\n"), *(im_end if len(im_end) == 1 else [])}
         self._end = [t for t in ends if t >= 0]
         # the tokens every decision's prompt starts with (the system message), pinned in the LLM's sequence so
         # an agent that frees its sidecar after each turn does not decode them again (Engine.pin)
@@ -100,12 +92,12 @@ class LLMChoiceReranker(Reranker):
             self.llm.render([{"role": "system", "content": _SYSTEM}, {"role": "user", "content": u}])
             for u in ("a", "b")
         )
-        self.head_tokens = common_prefix_len(a, b)
+        self.head_tokens = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
     def rerank(self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()) -> RerankResult:
         names = display_names(candidates)
         prompt = self.llm.render(build_messages(query, candidates, history))
-        fsm = TokenNameFSM([*names, NONE], lambda s: self.llm.model.tokenize(s), self._end)
+        fsm = TokenNameFSM([*names, NONE], self.llm.tokenize, self._end)
         first_logits: list[np.ndarray] = []
 
         def next_logits(prefix: list[int]) -> np.ndarray:

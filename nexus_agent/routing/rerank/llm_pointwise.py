@@ -1,7 +1,7 @@
 """Pointwise LLM reranker: score = logit("yes") − logit("no") for "does this tool fulfil the request?".
 
 The query sits before the candidate in the prompt, so consecutive candidates share the whole head
-(instructions + conversation + request) and :class:`PrefixCachedLLM` decodes only each candidate's own tokens.
+(instructions + conversation + request) and ``PrefixCachedLLM`` decodes only each candidate's own tokens.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from nexus_agent.registry import Tool
 from nexus_agent.routing.rerank.base import Reranker, RerankResult, history_text, register_reranker
-from nexus_agent.routing.rerank.session import PrefixCachedLLM
+from nexus_agent.routing.rerank.llm import DecisionLLM, standalone_llm
 from nexus_agent.signature import SignatureOptions, signature
 
 _SIG = SignatureOptions(max_enum=6, max_nested_keys=2, max_params=8, tool_desc_chars=160)
@@ -19,17 +19,19 @@ _SYSTEM = "You judge whether a tool can fulfil a user's request. Answer yes or n
 
 @register_reranker("llm-pointwise")
 class LLMPointwiseReranker(Reranker):
+    uses_llm = True
+
     def __init__(
         self,
         model: str = "qwen0.5b",
         n_threads: int = 2,
-        llm: PrefixCachedLLM | None = None,
+        llm: DecisionLLM | None = None,
         min_score: float | None = None,
         top: int = 5,
     ) -> None:
-        self.llm = llm or PrefixCachedLLM(model, n_threads=n_threads)
-        self._yes = self.llm.model.tokenize("yes")[0]
-        self._no = self.llm.model.tokenize("no")[0]
+        self.llm = llm or standalone_llm(model, n_threads)
+        self._yes = self.llm.tokenize("yes")[0]
+        self._no = self.llm.tokenize("no")[0]
         self.min_score = min_score  # below this for every candidate → no tool fits
         # Pointwise costs one prompt suffix per candidate, so only the retrieval top few are judged; the rest
         # of the pool keeps -inf (recall@5 is what bounds this reranker).

@@ -3,8 +3,9 @@ token prefix between consecutive prompts.
 
 Why: rerank prompts share a long head (instructions, the query, the candidate list); re-decoding it for every
 candidate or every query would dominate latency. Prefix reuse itself lives in ``Engine.prefill``; this class only
-adapts it to the reranker interface. Standalone it owns a small engine; inside the agent it borrows the agent's
-engine and its sidecar sequence, so one model serves routing, arguments and answers.
+adapts it to the rerankers' protocol (:class:`~nexus_agent.routing.rerank.llm.DecisionLLM`). Standalone it owns a
+small engine; inside the agent it borrows the agent's engine and its sidecar sequence, so one model serves routing,
+arguments and answers.
 """
 
 from __future__ import annotations
@@ -46,6 +47,13 @@ class PrefixCachedLLM:
     def pin(self, n_tokens: int) -> None:
         """Keep the first ``n_tokens`` of the current prompt through the owner's ``free`` (Engine.pin)."""
         self.engine.pin(self.seq, n_tokens)
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of ``text`` (the model's defaults: no BOS, special tokens parsed)."""
+        return self.model.tokenize(text)
+
+    def eos(self) -> int:
+        return self.model.eos()
 
     def token_id(self, text: str) -> int:
         ids = self.model.tokenize(text, add_special=False, parse_special=True)

@@ -1,0 +1,78 @@
+"""What configures a router: :class:`RouterConfig`, every knob of the pipeline (most of them measured, few of them
+user-facing), and :class:`RouterOptions`, the user-facing choices the CLI, the agent and ``bench/`` pass.
+
+``nexus_agent.routing.router.build_router`` turns options into a router.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from nexus_agent import defaults
+from nexus_agent.routing.docs import DocStyle
+
+
+@dataclass(frozen=True)
+class RouterConfig:
+    """Every knob measured in the ablation (bench/results/routing_ablation.md)."""
+
+    doc_style: DocStyle = "rich"
+    synthetic: bool | None = None  # index synthetic example queries next to each tool; None: embedder's choice
+    n_synthetic_indexed: int = 6  # the rest of each tool's synthetic queries are held out for calibration
+    hybrid: bool = True  # fuse BM25 with dense
+    bm25_weight: float = 0.3
+    # "max": divide by the query's best BM25 score; "known": by the larger of the best score and
+    # bm25_known_share × the summed idf of the query terms some tool has, so one weak match is not stretched to
+    # full evidence; "idf": by the summed idf of all its terms (docs/measurements.md#bm25-normalisation).
+    bm25_norm: Literal["max", "known", "idf"] = "known"
+    bm25_known_share: float = 0.5  # about the score of a tool that has each known term once (BM25Index.known_idf)
+    pool: int = 20  # candidates handed to the reranker (docs/measurements.md#candidate-pool)
+    gate: bool = True  # False → never escalate (retrieval top-1 is final)
+    always_escalate: bool = False  # True → every decision goes to the reranker
+    # with history, a request that points back ("reopen it", query.refers_back) goes to the reranker, which sees
+    # the history; retrieval sees only the request
+    escalate_back_references: bool = True
+    tau: float | None = None  # None → calibrate on adversarial pairs
+    tau_percentile: float = 20.0
+    min_dense: float | None = None  # relevance floor on the best dense score; None → calibrate
+    # The floor is this percentile of the no-tool exemplars' best dense scores; with the exemplar test beside it
+    # a lower one turns away fewer tool requests (docs/measurements.md#relevance).
+    floor_percentile: float = 40.0
+    expand: bool = True  # spell out chat abbreviations (PR, repo, deps …) before retrieval
+    # Subtracted from the fused score of tools that declare they change things (MCP readOnlyHint: false) when the
+    # request is a question (query.is_question): embeddings tie the state a question asks about to the tool that
+    # sets it. Tools that declare no hint are left alone; a question whose top tool the penalty replaced is
+    # escalated, and the gate reads the margin before it (Router._confidence;
+    # docs/measurements.md#question-penalty).
+    question_write_penalty: float = 0.15
+    # no tool when the request is closer to a no-tool exemplar than to any tool or tool request (relevance.py)
+    exemplars: bool = True
+    own_requests: int = 8  # synthetic example requests per tool on the tool side of that test (0: documents only)
+
+
+_CONFIG = RouterConfig()
+
+
+class RouterOptions(BaseModel):
+    """The user-facing choices: which backends, and the few pipeline knobs the CLI exposes (``RouterConfig``
+    defaults). ``reranker="none"``: no decision after retrieval (an escalated request keeps retrieval's top-1)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    embedder: str = defaults.EMBEDDER  # a name in nexus_agent.routing.embedders.EMBEDDERS
+    embedder_model: str | None = None  # model name or path (the backend's default if None)
+    reranker: str = defaults.RERANKER  # a name in nexus_agent.routing.rerank.RERANKERS, or "none"
+    # an LLM decision's model (short name or GGUF path; defaults.CHAT_MODEL if None) or a cross-encoder's folder
+    reranker_model: str | None = None
+    pool: int = _CONFIG.pool
+    gate: bool = _CONFIG.gate
+    synthetic: bool | None = _CONFIG.synthetic
+    hybrid: bool = _CONFIG.hybrid
+    threads: int = 2  # CPU threads of a standalone LLM decision (embedders run single-threaded: short inputs)
+
+    def config(self, tuning: RouterConfig | None = None) -> RouterConfig:
+        """``tuning`` (default ``RouterConfig()``) with these options' pipeline knobs set."""
+        return replace(tuning or _CONFIG, pool=self.pool, gate=self.gate, synthetic=self.synthetic, hybrid=self.hybrid)

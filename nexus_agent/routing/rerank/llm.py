@@ -1,0 +1,42 @@
+"""What an LLM decision needs of its model, as a Protocol, so the decision logic does not depend on the engine.
+
+:class:`nexus_agent.routing.rerank.session.PrefixCachedLLM` implements it over an :class:`~nexus_agent.engine.Engine`
+(its own, or the agent's sidecar sequence); a test can implement it with a fake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+
+class DecisionLLM(Protocol):
+    def render(self, messages: list[dict[str, str]]) -> list[int]:
+        """Chat-template the messages (with the assistant generation prompt) and tokenise."""
+        ...
+
+    def logits_after(self, tokens: Sequence[int]) -> npt.NDArray[np.float32]:
+        """Logits (float32 ``[n_vocab]``) for the token following ``tokens``."""
+        ...
+
+    def pin(self, n_tokens: int) -> None:
+        """Keep the first ``n_tokens`` of the current prompt cached for the next decision."""
+        ...
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of ``text`` (no BOS; special tokens such as ``<|im_end|>`` map to their ids)."""
+        ...
+
+    def eos(self) -> int:
+        """The end-of-sequence token id."""
+        ...
+
+
+def standalone_llm(model: str, n_threads: int) -> DecisionLLM:
+    """A decision LLM on its own small engine (the CLI and benchmarks; the agent lends its engine instead)."""
+    from nexus_agent.routing.rerank.session import PrefixCachedLLM
+
+    return PrefixCachedLLM(model, n_threads=n_threads)

@@ -1,0 +1,73 @@
+"""The LLM decision talks to its model only through ``DecisionLLM``: a fake model drives it (no model needed)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from nexus_agent.registry import load_registry
+from nexus_agent.routing.rerank import DecisionLLM, reranker_class
+from nexus_agent.routing.rerank.llm_choice import LLMChoiceReranker
+from nexus_agent.routing.rerank.llm_pointwise import LLMPointwiseReranker
+from nexus_agent.routing.rerank.session import PrefixCachedLLM
+
+
+class CharLLM:
+    """One token per character (its code point); the next-token logits spell ``answer`` after the prompt."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.prompt_len = 0
+        self.pinned: list[int] = []
+
+    def render(self, messages: list[dict[str, str]]) -> list[int]:
+        toks = self.tokenize("".join(f"<{m['role']}>{m['content']}" for m in messages))
+        self.prompt_len = len(toks)
+        return toks
+
+    def logits_after(self, tokens: Sequence[int]) -> npt.NDArray[np.float32]:
+        out = np.zeros(0x250, dtype=np.float32)
+        said = len(tokens) - self.prompt_len
+        out[ord(self.answer[said]) if said < len(self.answer) else self.eos()] = 1.0
+        return out
+
+    def pin(self, n_tokens: int) -> None:
+        self.pinned.append(n_tokens)
+
+    def tokenize(self, text: str) -> list[int]:
+        return [ord(c) for c in text]
+
+    def eos(self) -> int:
+        return 0
+
+
+def test_the_choice_follows_the_model_through_the_protocol(registry_dir: Path) -> None:
+    tools = load_registry(registry_dir).profile("github_all")[:12]
+    target = tools[7]
+    llm = CharLLM(target.name)
+    rr = LLMChoiceReranker(llm=llm)
+    res = rr.rerank("whatever", tools)
+    assert res.choice == target.qualified_name
+    assert res.scores[7] == max(res.scores) and len(res.scores) == len(tools)
+    assert llm.pinned == [rr.head_tokens] and rr.head_tokens > 100  # the shared system message
+    assert LLMChoiceReranker(llm=CharLLM("none")).rerank("whatever", tools).choice is None
+
+
+def test_pointwise_reads_yes_and_no_through_the_protocol(registry_dir: Path) -> None:
+    tools = load_registry(registry_dir).profile("github_all")[:3]
+    res = LLMPointwiseReranker(llm=CharLLM("yes")).rerank("whatever", tools)
+    assert res.choice == tools[0].qualified_name and res.scores == [1.0, 1.0, 1.0]
+
+
+def test_the_llm_rerankers_say_they_need_an_llm_and_the_engine_session_is_one() -> None:
+    assert reranker_class("llm-choice").uses_llm and reranker_class("llm-pointwise").uses_llm
+    assert not reranker_class("cross-encoder").uses_llm
+    # structural: PrefixCachedLLM offers every method of the protocol
+    assert all(
+        callable(getattr(PrefixCachedLLM, m, None)) for m in ("render", "logits_after", "pin", "tokenize", "eos")
+    )
+    llm: DecisionLLM = CharLLM("x")  # a fake is a DecisionLLM for the type checker too
+    assert llm.eos() == 0
