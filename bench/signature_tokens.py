@@ -16,6 +16,7 @@ import numpy as np
 from common import ROOT, SHARED
 
 from nexus_agent.llm.model import LlamaModel
+from nexus_agent.models import resolve
 from nexus_agent.registry import load_registry
 from nexus_agent.signature import SignatureOptions, full_schema_text, signature
 
@@ -44,7 +45,7 @@ def main() -> None:
     ap.add_argument("--model", default="qwen0.5b")
     args = ap.parse_args()
     reg = load_registry(args.registry)
-    model = LlamaModel(args.model)
+    model = LlamaModel(resolve(args.model))
     tools = reg.profile(None)
     full = [len(model.tokenize(full_schema_text(t))) for t in tools]
     res = {"model": model.path.name, "n_tools": len(tools), "full_schema": stats(full), "variants": {}}

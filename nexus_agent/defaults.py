@@ -1,6 +1,6 @@
 """The defaults every entry point shares (CLI, Python API, evaluation, bench/), in one place.
 
-Why these: see docs/measurements.md (#default-chat-model, #default-embedder).
+Why these: docs/measurements.md#chat-model and docs/measurements.md#routing-embedder.
 """
 
 from __future__ import annotations

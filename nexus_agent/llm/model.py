@@ -15,8 +15,6 @@ from types import TracebackType
 
 import llama_cpp.llama_cpp as L
 
-from nexus_agent.models import resolve
-
 _init_lock = threading.Lock()
 _initialised = False
 _log_cb: object = None
@@ -46,12 +44,14 @@ def init_backend() -> None:
 class LlamaModel:
     """A loaded GGUF model. Thread-safe for read-only use (tokenising); free it with ``close()``.
 
-    ``name_or_path`` is a short name from ``nexus_agent.models`` (``qwen0.5b``, ``tiny`` …) or a path.
+    ``path`` is a GGUF file; short names are resolved above this layer (``nexus_agent.models.resolve``).
     """
 
-    def __init__(self, name_or_path: str | os.PathLike[str], n_gpu_layers: int = 0) -> None:
+    def __init__(self, path: str | os.PathLike[str], n_gpu_layers: int = 0) -> None:
         init_backend()
-        self.path: Path = resolve(name_or_path)
+        self.path: Path = Path(path)
+        if not self.path.is_file():
+            raise FileNotFoundError(f"no GGUF model at {self.path}")
         mp = L.llama_model_default_params()
         mp.n_gpu_layers = n_gpu_layers
         # AMX guard: the CPU "extra" buffer types repack quantized weights for AMX, and that path

@@ -5,8 +5,8 @@
 """
 
 from nexus_agent.models.catalog import CATALOG, ModelSpec, Part
+from nexus_agent.models.errors import ModelError
 from nexus_agent.models.store import (
-    ModelError,
     ModelStatus,
     expected_bytes,
     fetch_model,

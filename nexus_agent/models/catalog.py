@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-Assembly = Literal["concat", "split_zip", "dir", "generated", "trained"]
+Assembly = Literal["concat", "split_zip", "dir", "generated", "shipped"]
 
 
 @dataclass(frozen=True)
@@ -234,9 +234,9 @@ CATALOG: dict[str, ModelSpec] = {
             name="minilm-tools",
             title="all-MiniLM-L6-v2 fine-tuned on registry tool data, int8 ONNX (default router embedder)",
             kind="embedding",
-            assembly="trained",
+            assembly="shipped",
             filename="minilm-tools",
-            notes="built here by nexus_agent/routing/tune (torch in a build venv; ~12 min on 2 cores)",
+            notes="shipped in the package (models/artifacts/minilm-tools); `models rebuild minilm-tools` retrains it",
         ),
         ModelSpec(
             name="tiny",

