@@ -19,20 +19,20 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from nexus_agent import defaults
 from nexus_agent.agent.events import ErrorEvent, Event
 from nexus_agent.agent.history import Conversation
+from nexus_agent.agent.routing_adapter import build_router
 from nexus_agent.agent.turn import CallResult, TurnCancelled, TurnDeps, TurnRouter, run_turn
 from nexus_agent.engine import Engine, EngineConfig
+from nexus_agent.mcp import MultiServerClient, load_config, resolve_preset
+from nexus_agent.mcp.config import MCPConfig
+from nexus_agent.mcp.tools import ToolListDiff
 from nexus_agent.registry import Tool
-
-if TYPE_CHECKING:  # the MCP SDK is imported on start(), not with the API
-    from nexus_agent.mcp.hub import MultiServerClient
-    from nexus_agent.mcp.tools import ToolListDiff
 
 DEFAULT_MODEL = defaults.CHAT_MODEL
 
@@ -93,10 +93,6 @@ class NexusAgent:
         await self.aclose()
 
     async def start(self) -> None:
-        from nexus_agent.agent.routing_adapter import build_router
-        from nexus_agent.mcp import MultiServerClient, load_config, resolve_preset
-        from nexus_agent.mcp.config import MCPConfig
-
         self._loop = asyncio.get_running_loop()
         servers: dict[str, Any] = {}
         if self.cfg.config_file is not None:

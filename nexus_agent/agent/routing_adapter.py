@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nexus_agent import defaults
 from nexus_agent.agent.turn import RouteOutcome
 from nexus_agent.engine import Engine
 from nexus_agent.registry import Tool
-from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
-
-if TYPE_CHECKING:
-    from nexus_agent.routing.router import Router
+from nexus_agent.routing import router
+from nexus_agent.routing.embedders import DEFAULT_EMBEDDER, create_embedder
+from nexus_agent.routing.options import RouterOptions
+from nexus_agent.routing.router import Router
 
 _embedders: dict[str, Any] = {}
 _embedders_lock = threading.Lock()
@@ -26,8 +26,6 @@ _embedders_lock = threading.Lock()
 
 def shared_embedder(name: str) -> Any:
     """One embedder per process and name (loading nomic takes a second; routers are rebuilt often)."""
-    from nexus_agent.routing.embedders import create_embedder
-
     with _embedders_lock:
         if name not in _embedders:
             _embedders[name] = create_embedder(name)
@@ -62,9 +60,6 @@ def build_router(
     reranker: str | None = defaults.RERANKER,
 ) -> AgentRouter:
     """A router over ``tools``; escalations go to ``reranker`` running on ``engine`` (None: retrieval only)."""
-    from nexus_agent.routing import router
-    from nexus_agent.routing.options import RouterOptions
-
     decision = reranker if reranker and engine is not None else "none"
     options = RouterOptions(embedder=embedder, reranker=decision)
     return AgentRouter(router.build_router(list(tools), options, engine, embedder=shared_embedder(embedder)))

@@ -1,7 +1,9 @@
 """The ``nexus-agent`` command line.
 
 Every module ``nexus_agent/cli/cmd_*.py`` defines ``register(app)``; this package discovers them, so the
-list of subcommands lives in exactly one place: the folder.
+list of subcommands lives in exactly one place: the folder. A command imports the layers it runs inside its own
+function, so ``nexus-agent --help`` or ``models list`` does not load llama.cpp, onnxruntime or the MCP SDK (this is
+about start-up time, not cycles: the layer contract in pyproject.toml holds for these imports too).
 """
 
 from __future__ import annotations

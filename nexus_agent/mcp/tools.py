@@ -8,10 +8,9 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from nexus_agent.registry import Tool
+from nexus_agent.registry import Tool, read_only_hint_of
 
 QUALIFIER = "__"
 
@@ -52,8 +51,6 @@ class ToolInfo:
 
     def to_registry_tool(self) -> Tool:
         """The routing layer's :class:`nexus_agent.registry.Tool` for this tool."""
-        from nexus_agent.registry import Tool, read_only_hint_of
-
         return Tool(
             server=self.server,
             name=self.name,

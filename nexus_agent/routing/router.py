@@ -16,25 +16,26 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from nexus_agent import defaults
+from nexus_agent.engine import SIDECAR, Engine
 from nexus_agent.registry import Tool
 from nexus_agent.routing.calibration import Calibration
+from nexus_agent.routing.embedders import create_embedder
 from nexus_agent.routing.embedders.base import Embedder
 from nexus_agent.routing.gate import Gate
 from nexus_agent.routing.index import F32, EmbeddingCache, ToolIndex
 from nexus_agent.routing.options import RouterConfig, RouterOptions
 from nexus_agent.routing.query import for_retrieval, is_question, refers_back
 from nexus_agent.routing.relevance import looks_like_no_tool
+from nexus_agent.routing.rerank import create_reranker, reranker_class
 from nexus_agent.routing.rerank.base import Reranker
+from nexus_agent.routing.rerank.session import PrefixCachedLLM
 from nexus_agent.routing.slb import SLB
-
-if TYPE_CHECKING:
-    from nexus_agent.engine import Engine
 
 __all__ = [
     "Candidate",
@@ -245,17 +246,12 @@ class Router:
 def create_decision(options: RouterOptions, engine: Engine | None = None) -> Reranker | None:
     """The reranker ``options`` name (None for ``"none"``). An LLM decision runs on ``engine``'s sidecar sequence
     when one is given (one model serves routing, arguments and answers), else on its own small engine."""
-    from nexus_agent.routing.rerank.base import create_reranker, reranker_class
-
     name = options.reranker
     if name == "none":
         return None
     if not reranker_class(name).uses_llm:
         return create_reranker(name, model=options.reranker_model)
     if engine is not None:
-        from nexus_agent.engine import SIDECAR
-        from nexus_agent.routing.rerank.session import PrefixCachedLLM
-
         return create_reranker(name, llm=PrefixCachedLLM(engine=engine, seq=SIDECAR))
     return create_reranker(name, model=options.reranker_model or defaults.CHAT_MODEL, n_threads=options.threads)
 
@@ -277,8 +273,6 @@ def build_router(
     ``reranker`` is not used when ``options.reranker`` is ``"none"``. ``tuning``: the pipeline knobs options do not
     cover (benchmarks' ablations); options' own knobs are set on it (:meth:`RouterOptions.config`).
     """
-    from nexus_agent.routing.embedders import create_embedder
-
     options = options or RouterOptions()
     emb = embedder or create_embedder(options.embedder, options.embedder_model)
     if options.reranker == "none":

@@ -8,4 +8,7 @@ from nexus_agent.routing.embedders.base import (
     register_embedder,
 )
 
+# One module per backend; importing each runs its @register_embedder (none loads a model at import time).
+from nexus_agent.routing.embedders import minilm, nomic, st  # noqa: F401  isort: skip
+
 __all__ = ["DEFAULT_EMBEDDER", "EMBEDDERS", "Embedder", "create_embedder", "register_embedder"]

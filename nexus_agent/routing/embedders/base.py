@@ -87,13 +87,6 @@ def register_embedder(name: str) -> Callable[[E], E]:
 
 def create_embedder(name: str, model: str | None = None, **kwargs: object) -> Embedder:
     """Instantiate a registered backend; ``model`` is a short model name or path (backend default if None)."""
-    _load_backends()
     if name not in EMBEDDERS:
         raise KeyError(f"unknown embedder {name!r} (known: {', '.join(sorted(EMBEDDERS))})")
     return EMBEDDERS[name](model=model, **kwargs)
-
-
-def _load_backends() -> None:
-    # Importing the backend modules runs their @register_embedder decorators; none imports heavy libs at
-    # module level, so this is cheap.
-    from nexus_agent.routing.embedders import minilm, nomic, st  # noqa: F401

@@ -11,6 +11,9 @@ from nexus_agent.routing.rerank.base import (
 )
 from nexus_agent.routing.rerank.llm import DecisionLLM
 
+# One module per backend; importing each runs its @register_reranker (none loads a model at import time).
+from nexus_agent.routing.rerank import cross_encoder, llm_choice, llm_pointwise  # noqa: F401  isort: skip
+
 __all__ = [
     "RERANKERS",
     "DecisionLLM",

@@ -48,9 +48,8 @@ def register_reranker(name: str) -> Callable[[R], R]:
 
 
 def reranker_class(name: str) -> type[Reranker]:
-    """The class registered as ``name`` (KeyError naming the known ones)."""
-    from nexus_agent.routing.rerank import cross_encoder, llm_choice, llm_pointwise  # noqa: F401
-
+    """The class registered as ``name`` (KeyError naming the known ones). The package imports every backend, so
+    all are registered once ``nexus_agent.routing.rerank`` is imported."""
     if name not in RERANKERS:
         raise KeyError(f"unknown reranker {name!r} (known: {', '.join(sorted(RERANKERS))})")
     return RERANKERS[name]

@@ -12,6 +12,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from nexus_agent.routing.rerank.session import PrefixCachedLLM
+
 
 class DecisionLLM(Protocol):
     def render(self, messages: list[dict[str, str]]) -> list[int]:
@@ -37,6 +39,4 @@ class DecisionLLM(Protocol):
 
 def standalone_llm(model: str, n_threads: int) -> DecisionLLM:
     """A decision LLM on its own small engine (the CLI and benchmarks; the agent lends its engine instead)."""
-    from nexus_agent.routing.rerank.session import PrefixCachedLLM
-
     return PrefixCachedLLM(model, n_threads=n_threads)
