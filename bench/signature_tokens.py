@@ -3,7 +3,7 @@
 Tokenised with the target model's own tokenizer (Qwen2.5 via llama.cpp). Writes
 ``bench/results/signature_tokens.{json,md}``. Paper reference: median 19, p99 32 tokens for the IR.
 
-    python bench/signature_tokens.py [--registry ../shared/mcp-registry] [--model qwen0.5b]
+    python bench/signature_tokens.py [--registry data/mcp-registry] [--model qwen0.5b]
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Two layouts are accepted:
 
-* a registry folder like ``../shared/mcp-registry/``: ``<server>/<tool>.json`` (one MCP Tool object per file)
+* a registry folder like ``data/mcp-registry/``: ``<server>/<tool>.json`` (one MCP Tool object per file)
   plus an optional ``profiles.json`` naming tool sets by qualified name ``<server>__<tool>``;
 * a plain folder of MCP Tool JSON files (``<tool>.json``); the folder's name is used as the server name.
 

@@ -9,7 +9,7 @@ document (the model drifted off the tool). Everything comes from the
 tool definition; the shipped set is
 ``build/data/tuning_set.json``, rebuilt with::
 
-    python -m nexus_agent.build.dataset --registry ../shared/mcp-registry
+    python -m nexus_agent.build.dataset --registry data/mcp-registry
 
 Shape::
 

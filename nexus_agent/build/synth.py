@@ -13,7 +13,7 @@ with :mod:`nexus_agent.routing.synth`)::
 Regenerate (resumable; entries whose tool hash still matches are kept; ``--shard I/K`` runs write separate
 files whose ``tools`` maps are disjoint, to be merged)::
 
-    python -m nexus_agent.build.synth --registry ../shared/mcp-registry --model qwen1.5b [--style situational]
+    python -m nexus_agent.build.synth --registry data/mcp-registry --model qwen1.5b [--style situational]
 
 Three styles, each in its own cache file:
 

@@ -13,7 +13,7 @@ _err = Console(stderr=True)
 
 
 def eval_args(
-    eval_file: Path = typer.Option(..., "--eval", help="eval JSONL (shared/eval format)"),  # noqa: B008
+    eval_file: Path = typer.Option(..., "--eval", help="eval JSONL (data/eval format)"),  # noqa: B008
     registry: Path = typer.Option(..., "--registry", help="registry folder or folder of MCP Tool JSON"),  # noqa: B008
     profile: str | None = typer.Option(None, "--profile", help="profile name in profiles.json"),
     json_out: Path | None = typer.Option(None, "--json", help="write the report here"),  # noqa: B008

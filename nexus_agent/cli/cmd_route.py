@@ -42,6 +42,11 @@ def _router(registry: Path, profile: str | None, options: RouterOptions) -> tupl
     return reg, tools, build_router(tools, options)
 
 
+def _options(params: dict[str, object]) -> RouterOptions:
+    """The router options among a command's parameters (``locals()``): both commands declare the same option set."""
+    return RouterOptions.model_validate({k: v for k, v in params.items() if k in RouterOptions.model_fields})
+
+
 def register(app: typer.Typer) -> None:
     @app.command("route")
     def route(
@@ -61,21 +66,7 @@ def register(app: typer.Typer) -> None:
         threads: ThreadsOpt = _D.threads,
     ) -> None:
         """Rank the tools for QUERY and show the gate's decision (auto, escalated or no-tool)."""
-        _, _, router = _router(
-            registry,
-            profile,
-            RouterOptions(
-                embedder=embedder,
-                embedder_model=embedder_model,
-                reranker=reranker,
-                reranker_model=reranker_model,
-                pool=pool,
-                gate=gate,
-                synthetic=synthetic,
-                hybrid=hybrid,
-                threads=threads,
-            ),
-        )
+        _, _, router = _router(registry, profile, _options(locals()))
         calib = router.calibrate()
         res = router.route(query)
         if as_json:
@@ -95,7 +86,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("eval-routing")
     def eval_routing(
-        eval_file: Annotated[Path, typer.Option("--eval", help="JSONL eval file (../shared/eval format)")],
+        eval_file: Annotated[Path, typer.Option("--eval", help="JSONL eval file (data/eval format)")],
         registry: RegistryOpt,
         json_out: Annotated[Path, typer.Option("--json", help="write the summary JSON here")],
         profile: ProfileOpt = None,
@@ -115,21 +106,7 @@ def register(app: typer.Typer) -> None:
         """Evaluate routing on an eval set; prints a one-line summary and writes the JSON summary."""
         from nexus_agent.evaluation.routing import evaluate, load_eval, summary_line, write_json
 
-        reg, tools, router = _router(
-            registry,
-            profile,
-            RouterOptions(
-                embedder=embedder,
-                embedder_model=embedder_model,
-                reranker=reranker,
-                reranker_model=reranker_model,
-                pool=pool,
-                gate=gate,
-                synthetic=synthetic,
-                hybrid=hybrid,
-                threads=threads,
-            ),
-        )
+        reg, tools, router = _router(registry, profile, _options(locals()))
         items = load_eval(eval_file, reg)[:limit]
         calib = router.calibrate()
         summary, _ = evaluate(router, items, [t.qualified_name for t in tools], n_tools, seed)

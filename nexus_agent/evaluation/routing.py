@@ -1,4 +1,4 @@
-"""Routing evaluation over ``../shared/eval/*.jsonl``-format files.
+"""Routing evaluation over ``data/eval/*.jsonl``-format files.
 
 Each line: ``query``, ``tool`` (bare name, or null for a request that needs no tool), ``server``, optional
 ``alt_tools`` (bare names or ``server/tool``) and ``history``. With ``n_tools`` the router sees, per item, a

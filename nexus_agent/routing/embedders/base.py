@@ -57,7 +57,7 @@ class Embedder(ABC):
         return (v / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
-# Chosen by measurement on ../shared/eval (bench/results/routing_ablation.md): the MiniLM fine-tuned on
+# Chosen by measurement on data/eval (bench/results/routing_ablation.md): the MiniLM fine-tuned on
 # registry tool data beats stock MiniLM and nomic on both dev sets.
 DEFAULT_EMBEDDER = defaults.EMBEDDER
 
