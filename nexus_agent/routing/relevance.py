@@ -14,8 +14,7 @@ Why requests on the tool side, not only documents: a request is more like anothe
 description, so comparing an exemplar cosine with a document cosine is uneven. It also lets the tool set decide:
 "what is 3 plus 7" is small talk next to GitHub's tools, but with a ``get-sum`` tool its own example requests
 ("what do you get when you add 5 and 9") are closer. And with few tools the best document cosine drops, while a
-request's cosine to its own tool's examples does not (measured: 15.7% of github_dev turned away at N = 10
-against documents alone, 8.2% with requests at the same floor; bench/results/relevance.md).
+request's cosine to its own tool's examples does not (docs/measurements.md#relevance).
 """
 
 from __future__ import annotations
