@@ -310,4 +310,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        print(f"\n[setup] interrupted: the next run resumes where this one stopped (log: {LOG})", file=sys.stderr)
+        sys.exit(130)
