@@ -209,7 +209,9 @@ def ensure_llama_wheel() -> Path:
 def ensure_python_deps(test: bool) -> None:
     wdir = ensure_llama_wheel()
     key = digest([ROOT / "pyproject.toml"], extra=f"{test}|{wdir.name}")
-    if stamp_ok("deps", key):
+    # a venv set up for the tests (the dev extra) already holds what a plain run needs
+    with_dev = digest([ROOT / "pyproject.toml"], extra=f"True|{wdir.name}")
+    if stamp_ok("deps", key) or (not test and stamp_ok("deps", with_dev)):
         return
     extras = ".[dev]" if test else "."
     # Build requirements first so the editable install can run without build isolation (fast rebuilds).
