@@ -104,7 +104,8 @@ def register(app: typer.Typer) -> None:
         threads: ThreadsOpt = _D.threads,
     ) -> None:
         """Evaluate routing on an eval set; prints a one-line summary and writes the JSON summary."""
-        from nexus_agent.evaluation.routing import evaluate, load_eval, summary_line, write_json
+        from nexus_agent.evaluation.files import write_json
+        from nexus_agent.evaluation.routing import evaluate, load_eval, summary_line
 
         reg, tools, router = _router(registry, profile, _options(locals()))
         items = load_eval(eval_file, reg)[:limit]

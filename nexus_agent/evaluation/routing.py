@@ -16,7 +16,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from nexus_agent.evaluation.files import read_jsonl
-from nexus_agent.evaluation.files import write_json as write_json  # the report writer `eval-routing` imports here
 from nexus_agent.evaluation.stats import percentile, wilson_ci
 from nexus_agent.registry import Registry
 from nexus_agent.routing.router import Router, RouteResult

