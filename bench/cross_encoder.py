@@ -108,7 +108,7 @@ def main() -> None:
         lat: list[float] = []
         for it in items:
             pool = router.retrieve(it.query)[: router.cfg.pool]
-            ctx = history_text(it.history, max_turns=1)
+            ctx = history_text(it.history, max_messages=1)
             q = f"{ctx}\n{expand_query(it.query)}" if ctx else expand_query(it.query)
             t0 = time.perf_counter()
             s = ce.scores(q, [tool_document(router.tools[c.key]) for c in pool])

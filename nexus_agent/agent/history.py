@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nexus_agent.agent.prompts import call_note
+from nexus_agent.routing.followup import PreviousTurn
 
 SURROGATE_CHARS = 400
 # Fields that identify things users refer back to ("that issue", "there"): kept in surrogates.
@@ -140,3 +141,11 @@ class Conversation:
             used += size
             msgs.append(block)
         return [m for block in reversed(msgs) for m in block]
+
+    def previous_tool_turn(self, max_turns: int = 4) -> PreviousTurn | None:
+        """The newest of the last ``max_turns`` turns that called a tool (small talk after it is skipped), as
+        routing reads a follow-up of it; None when the window holds no tool turn."""
+        for t in reversed(self.turns[-max_turns:]):
+            if t.tool:
+                return PreviousTurn(request=t.user, tool=t.tool)
+        return None

@@ -17,6 +17,7 @@ from nexus_agent.engine import Engine
 from nexus_agent.registry import Tool
 from nexus_agent.routing import router
 from nexus_agent.routing.embedders import DEFAULT_EMBEDDER, create_embedder
+from nexus_agent.routing.followup import PreviousTurn
 from nexus_agent.routing.options import RouterOptions
 from nexus_agent.routing.router import Router
 
@@ -38,8 +39,10 @@ class AgentRouter:
     def __init__(self, router: Router) -> None:
         self.router = router
 
-    def route_turn(self, query: str, window: list[dict[str, str]]) -> RouteOutcome:
-        res = self.router.route(query, window)
+    def route_turn(
+        self, query: str, window: list[dict[str, str]], previous: PreviousTurn | None = None
+    ) -> RouteOutcome:
+        res = self.router.route(query, window, previous=previous)
         return RouteOutcome(
             decision=res.decision,
             tool=res.tool,

@@ -51,6 +51,7 @@ from nexus_agent.agent.prompts import (
 )
 from nexus_agent.engine import MAIN, SIDECAR, Engine
 from nexus_agent.registry import Tool
+from nexus_agent.routing.followup import PreviousTurn
 
 MAX_TOOL_CHARS = 6000  # tool output shown to the answer step; the history keeps only the surrogate
 
@@ -66,7 +67,9 @@ class RouteOutcome:
 
 
 class TurnRouter(Protocol):
-    def route_turn(self, query: str, window: list[dict[str, str]]) -> RouteOutcome: ...
+    def route_turn(
+        self, query: str, window: list[dict[str, str]], previous: PreviousTurn | None = None
+    ) -> RouteOutcome: ...
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,7 @@ def _run_turn(
     with eng.turn():
         window = convo.window(deps.window_turns)
         try:
-            route = deps.router.route_turn(request, window)
+            route = deps.router.route_turn(request, window, convo.previous_tool_turn(deps.window_turns))
         except Exception as e:
             emit(ErrorEvent(stage="route", message=f"routing failed: {e}"))
             return

@@ -20,6 +20,7 @@ def eval_args(
     model: str | None = typer.Option(None, "--model", help="short name or GGUF path"),
     embedder: str = typer.Option(defaults.EMBEDDER, "--embedder", help="minilm-tools, minilm, nomic or st"),
     limit: int | None = typer.Option(None, "--limit", help="first N items only"),
+    split: str | None = typer.Option(None, "--split", help="only the items of this split (dialogues: tune, check)"),
     n_ctx: int = typer.Option(8192, "--n-ctx"),
 ) -> None:
     """Route and write arguments for every item; check them BFCL-style."""
@@ -36,6 +37,11 @@ def eval_args(
     except (OSError, ValueError, RegistryError) as e:
         _err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
+    if split is not None:
+        items = [it for it in items if it.get("split") == split]
+        if not items:
+            _err.print(f"[red]error:[/red] {eval_file}: no item has split {split!r}")
+            raise typer.Exit(2)
     if limit:
         items = items[:limit]
     engine = Engine(EngineConfig(model=model or defaults.CHAT_MODEL, n_ctx=n_ctx))

@@ -3,7 +3,8 @@
 A call is correct when the tool name is exact (or an accepted alternative), every required parameter is
 present, no unknown parameter appears, the expected ``arguments`` match after normalisation, and every
 ``arg_contains`` substring appears (case-insensitive). Items with ``history`` replay it as the earlier
-conversation, through the same pruned window the sidecar uses, so coreference is part of what is measured.
+conversation, through the same pruned window the sidecar uses, so coreference is part of what is measured; a
+dialogue's ``turns`` (``evaluation/dialogues.py``) are replayed through the agent's own conversation record.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from typing import Any
 from nexus_agent.agent.args import ArgumentWriter
 from nexus_agent.agent.turn import TurnRouter
 from nexus_agent.engine import Engine
+from nexus_agent.evaluation.dialogues import DialogueTurn, conversation_of
 from nexus_agent.evaluation.files import read_jsonl
 from nexus_agent.evaluation.stats import percentile, wilson_ci
 from nexus_agent.registry import Tool
+from nexus_agent.routing.followup import PreviousTurn
 
 
 def _norm(v: Any) -> Any:
@@ -93,6 +96,16 @@ class ItemResult:
     decision: str = ""
 
 
+def replay(item: Mapping[str, Any], window_turns: int = 4) -> tuple[list[dict[str, str]], PreviousTurn | None]:
+    """The window and previous tool turn the agent would route ``item``'s request with: a dialogue's ``turns``
+    are replayed through the agent's conversation (surrogates, call notes); plain ``history`` messages are the
+    window as given, and the router finds the previous tool turn in them itself."""
+    if item.get("turns"):
+        convo = conversation_of([DialogueTurn.model_validate(t) for t in item["turns"]])
+        return convo.window(window_turns), convo.previous_tool_turn(window_turns)
+    return list(item.get("history") or [])[-2 * window_turns :], None
+
+
 def run_eval(
     items: list[dict[str, Any]], profile_tools: list[Tool], router: TurnRouter, engine: Engine, window_turns: int = 4
 ) -> tuple[dict[str, Any], list[ItemResult]]:
@@ -100,9 +113,9 @@ def run_eval(
     writer = ArgumentWriter(engine)
     results: list[ItemResult] = []
     for item in items:
-        window = list(item.get("history") or [])[-2 * window_turns :]
+        window, previous = replay(item, window_turns)
         t0 = time.perf_counter()
-        route = router.route_turn(item["query"], window)
+        route = router.route_turn(item["query"], window, previous)
         route_ms = (time.perf_counter() - t0) * 1000
         accepted = expected_names(item)
         route_ok = (route.tool in accepted) if accepted else route.tool is None

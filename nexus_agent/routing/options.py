@@ -51,6 +51,16 @@ class RouterConfig:
     # no tool when the request is closer to a no-tool exemplar than to any tool or tool request (relevance.py)
     exemplars: bool = True
     own_requests: int = 8  # synthetic example requests per tool on the tool side of that test (0: documents only)
+    # Follow-ups (routing/followup.py; docs/measurements.md#follow-ups): a request with history and a cue word is
+    # also scored with the previous tool turn's request and tool (this weight of the average), the previous tool,
+    # its siblings and its server get a prior, and the first ``followup_keep`` of tool + siblings join the pool.
+    followups: bool = True
+    followup_context_weight: float = 0.5
+    followup_prior_tool: float = 0.1
+    followup_prior_sibling: float = 0.1
+    followup_prior_server: float = 0.05
+    followup_keep: int = 4
+    followup_rewrite: bool = False  # the context is the LLM's standalone rewrite instead (routing/rewrite.py)
 
 
 _CONFIG = RouterConfig()

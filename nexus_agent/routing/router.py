@@ -14,7 +14,7 @@ floors, the exemplar test's vectors) and :class:`Router` (the decision), built b
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -27,6 +27,7 @@ from nexus_agent.registry import Tool
 from nexus_agent.routing.calibration import Calibration
 from nexus_agent.routing.embedders import create_embedder
 from nexus_agent.routing.embedders.base import Embedder
+from nexus_agent.routing.followup import PreviousTurn, context_text, leans_on, resolve_name, siblings, user_turns
 from nexus_agent.routing.gate import Gate
 from nexus_agent.routing.index import F32, EmbeddingCache, ToolIndex
 from nexus_agent.routing.options import RouterConfig, RouterOptions
@@ -40,6 +41,7 @@ from nexus_agent.routing.slb import SLB
 __all__ = [
     "Candidate",
     "Decision",
+    "PreviousTurn",
     "RouteResult",
     "Router",
     "RouterConfig",
@@ -49,6 +51,8 @@ __all__ = [
 ]
 
 Decision = Literal["auto", "escalated", "no-tool"]
+# (request, history) -> the request rewritten to stand on its own (routing/rewrite.py)
+Rewriter = Callable[[str, Sequence[dict[str, str]]], str]
 
 
 @dataclass
@@ -85,12 +89,16 @@ class Router:
         cfg: RouterConfig | None = None,
         reranker: Reranker | None = None,
         synthetic: dict[str, list[str]] | None = None,
+        rewriter: Rewriter | None = None,
     ) -> None:
         cfg = cfg or RouterConfig()
         self.reranker = reranker
+        self.rewriter = rewriter  # used when cfg.followup_rewrite (routing/rewrite.py)
         self.index = ToolIndex(tools, embedder, cfg, synthetic)
         self.calibration = Calibration(self.index, cfg, self._margin)
         self._last_query: tuple[str, F32] | None = None
+        self._sibling_memo: dict[str, list[str]] = {}
+        self.index.on_change(self._sibling_memo.clear)  # a tools/list_changed diff may add or drop siblings
 
     # --- the parts, as callers knew them ---------------------------------------------------------------------
 
@@ -158,15 +166,26 @@ class Router:
         w = self.cfg.bm25_weight
         return ((1 - w) * dense + w * lexn).astype(np.float32), dense, lexn.astype(np.float32)
 
-    def retrieve(self, query: str, allowed: set[str] | None = None, qvec: F32 | None = None) -> list[Candidate]:
-        """All tools (or only ``allowed``), best first, with their scores."""
+    def retrieve(
+        self,
+        query: str,
+        allowed: set[str] | None = None,
+        qvec: F32 | None = None,
+        previous: PreviousTurn | None = None,
+        history: Sequence[dict[str, str]] = (),
+    ) -> list[Candidate]:
+        """All tools (or only ``allowed``), best first, with their scores. ``previous``: the request is a
+        follow-up of that tool turn (:mod:`nexus_agent.routing.followup`); its context and prior join the score."""
         asks = self.cfg.question_write_penalty > 0 and is_question(query)
+        raw_query = query
         query = for_retrieval(query, self.cfg.expand)
         if qvec is None:
             qvec = self._embed_query(query)
         keys = self.slb.keys
         mask = None if allowed is None else self.index.mask(allowed)
         fused, dense, lex = self._fused(qvec, query, mask)
+        if previous is not None:
+            fused = self._follow(fused, raw_query, previous, mask, history)
         penalty = self.cfg.question_write_penalty * self.index.writes if asks else np.zeros(len(keys))
         fused = (fused - penalty).astype(np.float32)
         idx = np.argsort(-fused, kind="stable")
@@ -175,6 +194,51 @@ class Router:
             for i in idx
             if mask is None or mask[i]
         ]
+
+    def _follow(
+        self,
+        fused: F32,
+        query: str,
+        previous: PreviousTurn,
+        mask: npt.NDArray[np.bool_] | None,
+        history: Sequence[dict[str, str]],
+    ) -> F32:
+        """``fused`` averaged with the context ranking and raised by the prior (module docstring of followup).
+        The context is the request with the previous turn's, or its LLM rewrite (``followup_rewrite``)."""
+        cfg = self.cfg
+        w = cfg.followup_context_weight
+        if w > 0:
+            if cfg.followup_rewrite and self.rewriter is not None:
+                text = self.rewriter(query, history)
+            else:
+                text = context_text(query, previous)
+            ctx = for_retrieval(text, cfg.expand)
+            ctx_fused, _, _ = self._fused(self.embedder.embed_queries([ctx])[0], ctx, mask)
+            fused = ((1 - w) * fused + w * ctx_fused).astype(np.float32)
+        return (fused + self._prior(previous)).astype(np.float32)
+
+    def _prior(self, previous: PreviousTurn) -> F32:
+        """Per tool in ``slb.keys`` order: the follow-up prior of the previous tool, its siblings, its server."""
+        cfg = self.cfg
+        keys = self.slb.keys
+        prior = np.zeros(len(keys), dtype=np.float32)
+        prev = self.tools.get(previous.tool)
+        if prev is None:
+            return prior
+        related = set(self._siblings(prev))
+        for i, k in enumerate(keys):
+            if k == prev.qualified_name:
+                prior[i] = cfg.followup_prior_tool
+            elif k in related:
+                prior[i] = cfg.followup_prior_sibling
+            elif self.tools[k].server == prev.server:
+                prior[i] = cfg.followup_prior_server
+        return prior
+
+    def _siblings(self, tool: Tool) -> list[str]:
+        if tool.qualified_name not in self._sibling_memo:
+            self._sibling_memo[tool.qualified_name] = siblings(tool, self.tools.values())
+        return self._sibling_memo[tool.qualified_name]
 
     def _confidence(self, cands: Sequence[Candidate]) -> tuple[float, bool]:
         """(margin, reordered) for ``cands`` from :meth:`retrieve`: the top-2 margin of the ranking *before* the
@@ -205,17 +269,69 @@ class Router:
 
     # --- the decision --------------------------------------------------------------------------------------
 
-    def route(self, query: str, history: Sequence[dict[str, str]] = (), allowed: set[str] | None = None) -> RouteResult:
-        """Rank, gate, and (when escalated) rerank. ``allowed`` restricts routing to a subset of the tools."""
+    def previous_of(
+        self, history: Sequence[dict[str, Any]], allowed: set[str] | None = None, max_turns: int = 4
+    ) -> PreviousTurn | None:
+        """The newest of the last ``max_turns`` user requests in ``history`` that led to a tool, with that tool:
+        the one the messages after it name (tool calls, call notes), else the one retrieval picks for the request.
+        A request that reads as small talk, or that no tool fits, is skipped; None when none is left. When the
+        history records calls at all, a request without one called nothing ("thanks!")."""
+        turns = user_turns(history)[:max_turns]
+        recorded = any(named for _, named in turns)
+        for request, named in turns:
+            for name in reversed(named):
+                if (qualified := resolve_name(name, self.tools)) is not None:
+                    return PreviousTurn(request, qualified)
+            if recorded:
+                continue
+            # no record of any call: what routing would pick for that request
+            text = for_retrieval(request, self.cfg.expand)
+            qvec = self.embedder.embed_queries([text])[0]
+            cands = self.retrieve(request, allowed, qvec=qvec)
+            if not cands or max(c.dense for c in cands[: self.cfg.pool]) < self.calibration.floor(allowed):
+                continue
+            if self.cfg.exemplars:
+                ex_sim, request_sim = self.calibration.nearest(qvec, allowed)
+                if looks_like_no_tool(ex_sim, max(cands[0].dense, request_sim)):
+                    continue
+            return PreviousTurn(request, cands[0].key)
+        return None
+
+    def follow_up(self, query: str, history: Sequence[dict[str, str]], previous: PreviousTurn | None) -> bool:
+        """Whether ``query`` is routed as a follow-up of ``previous`` (history, a cue word, the switch on)."""
+        return (
+            self.cfg.followups
+            and previous is not None
+            and bool(history)
+            and previous.tool in self.tools
+            and leans_on(query)
+        )
+
+    def route(
+        self,
+        query: str,
+        history: Sequence[dict[str, str]] = (),
+        allowed: set[str] | None = None,
+        previous: PreviousTurn | None = None,
+    ) -> RouteResult:
+        """Rank, gate, and (when escalated) rerank. ``allowed`` restricts routing to a subset of the tools;
+        ``previous``: the last earlier turn that called a tool (see :meth:`follow_up`)."""
         gate, _ = self.calibration.ensure()  # calibrates on first use and after a tool change
         t0 = time.perf_counter()
         qvec = self._embed_query(for_retrieval(query, self.cfg.expand))
-        cands = self.retrieve(query, allowed, qvec=qvec)
+        if previous is None and self.cfg.followups and history and leans_on(query):
+            previous = self.previous_of(history, allowed)  # a caller that kept no record of its calls
+        following = previous if self.follow_up(query, history, previous) else None
+        cands = self.retrieve(query, allowed, qvec=qvec, previous=following, history=history)
         margin, reordered = self._confidence(cands)
         pool = cands[: self.cfg.pool]
         if not cands:
             return RouteResult([], "no-tool", None, margin, (time.perf_counter() - t0) * 1e3)
-        points_back = self.cfg.escalate_back_references and bool(history) and refers_back(query)
+        if following is not None:
+            pool = self._keep_related(pool, cands, following)
+        points_back = (
+            self.cfg.escalate_back_references and bool(history) and (refers_back(query) or following is not None)
+        )
         escalate = self.cfg.always_escalate or (self.cfg.gate and (not gate.decide(margin) or points_back or reordered))
         best_dense = max(c.dense for c in pool)
         relevant = best_dense >= self.calibration.floor(allowed)
@@ -238,6 +354,16 @@ class Router:
         decision = "escalated" if res.choice is not None else "no-tool"
         ms = (time.perf_counter() - t0) * 1e3
         return RouteResult(pool, decision, res.choice, margin, ms, res.scores, True, ex_sim)
+
+    def _keep_related(self, pool: list[Candidate], cands: list[Candidate], previous: PreviousTurn) -> list[Candidate]:
+        """``pool`` with the previous tool and its closest siblings in it (they replace the pool's tail): the
+        decision can only pick what it is shown."""
+        want = [previous.tool, *self._siblings(self.tools[previous.tool])][: self.cfg.followup_keep]
+        have = {c.key for c in pool}
+        extra = [c for c in cands if c.key in want and c.key not in have]
+        if not extra:
+            return pool
+        return pool[: max(0, len(pool) - len(extra))] + extra
 
 
 # --- the factory -----------------------------------------------------------------------------------------------

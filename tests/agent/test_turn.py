@@ -26,6 +26,7 @@ from nexus_agent.agent.turn import (
 )
 from nexus_agent.engine import SIDECAR, Engine, EngineConfig
 from nexus_agent.registry import Registry, Tool, load_registry
+from nexus_agent.routing.followup import PreviousTurn
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +145,9 @@ class _RoutesTo:
     def __init__(self, tool: str) -> None:
         self.tool = tool
 
-    def route_turn(self, query: str, window: list[dict[str, str]]) -> RouteOutcome:
+    def route_turn(
+        self, query: str, window: list[dict[str, str]], previous: PreviousTurn | None = None
+    ) -> RouteOutcome:
         return RouteOutcome("auto", self.tool, [(self.tool, 1.0)], 0.0)
 
 

@@ -438,3 +438,57 @@ def test_build_router_reads_the_options_and_sets_them_on_the_tuning(registry_dir
         create_decision(RouterOptions(reranker="cross-encoder"))
     with pytest.raises(KeyError, match="unknown reranker"):
         create_decision(RouterOptions(reranker="coin-flip"))
+
+
+def test_a_follow_up_pulls_the_previous_tools_siblings_into_the_pool_and_asks_the_decision(registry_dir: Path) -> None:
+    from dataclasses import replace
+
+    from nexus_agent.routing.followup import PreviousTurn
+
+    tools = load_registry(registry_dir).profile("desktop_realistic")
+    rr = Recording()
+    cfg = RouterConfig(synthetic=False, tau=0.0, min_dense=0.0, exemplars=False, pool=5)
+    r = Router(tools, HashEmbedder(), cfg, rr)
+    hist = [
+        {"role": "user", "content": "latest releases of acme/api?"},
+        {"role": "assistant", "content": '(used list_releases {"owner": "acme", "repo": "api"}) → 2 items'},
+    ]
+    prev = PreviousTurn("latest releases of acme/api?", "github__list_releases")
+    query = "and the ones before that?"
+    plain = [c.key for c in r.retrieve(query)]
+    followed = [c.key for c in r.retrieve(query, previous=prev, history=hist)]
+    assert followed.index("github__list_releases") < plain.index("github__list_releases")
+    res = r.route(query, hist, previous=prev)
+    pool = [c.key for c in res.candidates]
+    assert len(pool) == 5 and "github__list_releases" in pool and "github__get_release_by_tag" in pool
+    assert res.escalated and rr.calls == 1
+    # the same request with no cue word is no follow-up: nothing is added, the ranking is retrieval's own
+    standalone = "list the releases of acme/web"
+    assert not r.follow_up(standalone, hist, prev)
+    assert [c.key for c in r.route(standalone, hist, previous=prev).candidates] == [
+        c.key for c in r.route(standalone).candidates
+    ]
+    # switched off, the follow-up is routed as before this existed
+    off = Router(tools, HashEmbedder(), replace(cfg, followups=False), rr)
+    assert [c.key for c in off.route(query, hist, previous=prev).candidates] == plain[:5]
+
+
+def test_without_a_record_of_calls_the_router_finds_the_previous_tool_turn_itself(registry_dir: Path) -> None:
+    tools = load_registry(registry_dir).profile("desktop_realistic")
+    r = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0, min_dense=0.0, exemplars=False))
+    noted = [
+        {"role": "user", "content": "alerts in acme/api?"},
+        {"role": "assistant", "content": '(used list_dependabot_alerts {"owner": "acme", "repo": "api"}) → 1 item'},
+        {"role": "user", "content": "thanks!"},
+        {"role": "assistant", "content": "You're welcome."},
+    ]
+    prev = r.previous_of(noted)
+    assert prev is not None and prev.tool == "github__list_dependabot_alerts"
+    # prose only: the tool retrieval picks for the earlier request
+    prose = [
+        {"role": "user", "content": "list the dependabot alerts of acme/api"},
+        {"role": "assistant", "content": "There is one critical alert."},
+    ]
+    prev = r.previous_of(prose)
+    assert prev is not None and prev.request == "list the dependabot alerts of acme/api"
+    assert prev.tool == r.retrieve("list the dependabot alerts of acme/api")[0].key

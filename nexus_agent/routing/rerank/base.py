@@ -60,10 +60,10 @@ def create_reranker(name: str, **kwargs: object) -> Reranker:
     return make(**kwargs)
 
 
-def history_text(history: Sequence[dict[str, str]], max_turns: int = 2, max_chars: int = 300) -> str:
-    """The last ``max_turns`` turns, each cut to ``max_chars``: enough for coreference ("open a PR there")."""
+def history_text(history: Sequence[dict[str, str]], max_messages: int = 2, max_chars: int = 300) -> str:
+    """The last ``max_messages`` messages, each cut to ``max_chars``: enough for coreference ("open a PR there")."""
     lines = []
-    for turn in list(history)[-max_turns:]:
+    for turn in list(history)[-max_messages:]:
         content = " ".join(str(turn.get("content", "")).split())[:max_chars]
         lines.append(f"{turn.get('role', 'user')}: {content}")
     return "\n".join(lines)

@@ -29,7 +29,7 @@ class CrossEncoderReranker(Reranker):
         self.min_score = min_score
 
     def rerank(self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()) -> RerankResult:
-        ctx = history_text(history, max_turns=1)
+        ctx = history_text(history, max_messages=1)
         q = f"{ctx}\n{query}" if ctx else query
         scores = [float(s) for s in self.model.predict([(q, tool_document(t)) for t in candidates])]
         best = max(range(len(scores)), key=scores.__getitem__) if scores else -1

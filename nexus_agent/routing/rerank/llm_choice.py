@@ -61,14 +61,21 @@ def display_names(candidates: Sequence[Tool]) -> list[str]:
     return [t.name if counts[t.name] == 1 else t.qualified_name for t in candidates]
 
 
-def build_messages(query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]]) -> list[dict[str, str]]:
+# The last two turns of the conversation: a small-talk turn ("thanks!") between a tool turn and its follow-up
+# would otherwise hide the turn the follow-up leans on (docs/measurements.md#follow-ups).
+HISTORY_MESSAGES = 4
+
+
+def build_messages(
+    query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]], history_messages: int = HISTORY_MESSAGES
+) -> list[dict[str, str]]:
     names = display_names(candidates)
     lines = []
     for i, (t, shown) in enumerate(zip(candidates, names, strict=True)):
         sig = signature(t, _SIG if i < _DESCRIBED else _SIG_BARE)
         lines.append(f"- {shown}{sig[len(t.name) :]}" + (f" [{t.server}]" if shown == t.name else ""))
     lines.append(f"- {NONE} — no tool needed")
-    ctx = history_text(history)
+    ctx = history_text(history, max_messages=history_messages)
     user = "Tools:\n" + "\n".join(lines) + "\n\n"
     if ctx:
         user += f"Earlier conversation:\n{ctx}\n\n"
@@ -82,6 +89,7 @@ class LLMChoiceReranker(Reranker):
 
     def __init__(self, model: str = defaults.CHAT_MODEL, n_threads: int = 2, llm: DecisionLLM | None = None) -> None:
         self.llm = llm or standalone_llm(model, n_threads)
+        self.history_messages = HISTORY_MESSAGES
         # ChatML's <|im_end|> ends the name where the vocabulary has it; models without it end on EOS/newline.
         im_end = self.llm.tokenize("<|im_end|>")
         ends = {self.llm.eos(), *self.llm.tokenize("\n"), *(im_end if len(im_end) == 1 else [])}
@@ -96,7 +104,7 @@ class LLMChoiceReranker(Reranker):
 
     def rerank(self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()) -> RerankResult:
         names = display_names(candidates)
-        prompt = self.llm.render(build_messages(query, candidates, history))
+        prompt = self.llm.render(build_messages(query, candidates, history, self.history_messages))
         fsm = TokenNameFSM([*names, NONE], self.llm.tokenize, self._end)
         first_logits: list[np.ndarray] = []
 

@@ -1,0 +1,224 @@
+"""Follow-up routing: which use of the conversation gets a request that leans on it to the right tool.
+
+Runs on the dialogue set (``data/eval/followups.jsonl``, ``nexus_agent/evaluation/dialogues.py``) at profile
+``desktop_realistic`` with the shipped embedder, one router per variant (RouterConfig knobs):
+
+- ``today``: no follow-up handling, and the LLM decision shown the last 2 history messages (before this change);
+- ``context``: retrieval also over the request with the previous tool turn's request and tool (averaged);
+- ``prior``: a prior for the previous tool, its siblings and its server, and they are kept in the pool;
+- ``context+prior``: both (the default);
+- ``rewrite+prior``: the local LLM rewrites the follow-up into a standalone request; retrieval reads the rewrite;
+- ``inferred``: the default, given only the chat messages (no record of the calls): the router finds the
+  previous tool turn itself, as it must for a caller that keeps none.
+
+Per variant: the gold tool's presence in the pool the decision sees (``pool_recall``), retrieval's top-1, and
+with ``--llm`` the full decision (llm-choice on qwen1.5b) and its latency. The ``session`` rows route standalone
+requests of the dev sets behind an unrelated dialogue's turns: what follow-up handling costs a request that stands
+on its own. Writes ``<out>.json`` and ``<out>.md``.
+
+    python bench/followups.py --split tune --llm today,context+prior
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from common import ROOT, SHARED
+
+from nexus_agent import defaults
+from nexus_agent.evaluation.args import replay
+from nexus_agent.evaluation.dialogues import PROFILE, load_dialogues
+from nexus_agent.evaluation.files import write_json
+from nexus_agent.evaluation.routing import load_eval
+from nexus_agent.registry import load_registry
+from nexus_agent.routing.embedders import create_embedder
+from nexus_agent.routing.rerank.llm_choice import LLMChoiceReranker
+from nexus_agent.routing.rewrite import QueryRewriter
+from nexus_agent.routing.router import Router, RouterConfig, RouterOptions, build_router, create_decision
+
+OFF = {"followups": False}
+VARIANTS: dict[str, dict[str, Any]] = {
+    "today": OFF,
+    "context": {
+        "followup_prior_tool": 0.0,
+        "followup_prior_sibling": 0.0,
+        "followup_prior_server": 0.0,
+        "followup_keep": 0,
+    },
+    "prior": {"followup_context_weight": 0.0},
+    "context+prior": {},
+    "rewrite+prior": {"followup_rewrite": True},
+    "inferred": {},
+}
+
+
+def gold_names(item: dict[str, Any]) -> set[str]:
+    server = item["server"]
+    alts = [a.replace("/", "__") if "/" in a else f"{server}__{a}" for a in item.get("alt_tools") or []]
+    return {f"{server}__{item['tool']}", *alts}
+
+
+def run_variant(router: Router, name: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    hits = top1 = in_pool = 0
+    lat: list[float] = []
+    per_item = []
+    for it in items:
+        window, previous = replay(it)
+        if name == "inferred":
+            previous = None
+        t0 = time.perf_counter()
+        res = router.route(it["query"], window, previous=previous)
+        lat.append((time.perf_counter() - t0) * 1e3)
+        gold = gold_names(it)
+        pool = [c.key for c in res.candidates]
+        ok = res.tool in gold
+        hits += ok
+        top1 += bool(pool) and pool[0] in gold
+        in_pool += bool(gold & set(pool))
+        per_item.append({"id": it["id"], "kind": it["kind"], "routed": res.tool, "ok": ok, "decision": res.decision})
+    n = len(items)
+    return {
+        "n": n,
+        "accuracy": hits / n,
+        "retrieval_top1": top1 / n,
+        "pool_recall": in_pool / n,
+        "latency_ms_p50": statistics.median(lat),
+        "items": per_item,
+    }
+
+
+def session_items(seed: int, n: int) -> list[tuple[str, Any]]:
+    """``n`` standalone dev-set requests (no history of their own), each with its profile."""
+    reg = load_registry(SHARED / "mcp-registry")
+    out = []
+    for set_name, profile in (("github_dev", "github_all"), ("mixed_dev", "desktop_all")):
+        items = [it for it in load_eval(SHARED / "eval" / f"{set_name}.jsonl", reg) if not it.history and it.gold]
+        out += [(profile, it) for it in items]
+    random.Random(seed).shuffle(out)
+    return out[:n]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--split", default="tune", choices=["tune", "check", "all"])
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--llm", default="", help="variants also run with the LLM decision (comma list)")
+    ap.add_argument("--session", type=int, default=60, help="standalone requests behind unrelated turns (0: off)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "followups"))
+    args = ap.parse_args()
+    dialogues = load_dialogues(SHARED / "eval" / "followups.jsonl", None if args.split == "all" else args.split)
+    items = [d.item | {"turns": [t.model_dump() for t in d.line.turns]} for d in dialogues]
+    reg = load_registry(SHARED / "mcp-registry")
+    tools = reg.profile(PROFILE)
+    emb = create_embedder(defaults.EMBEDDER)
+    llm_variants = [v for v in args.llm.split(",") if v]
+    decision = None
+    if llm_variants or "rewrite+prior" in args.variants.split(","):
+        decision = create_decision(RouterOptions())
+    assert decision is None or isinstance(decision, LLMChoiceReranker)
+    rewriter = QueryRewriter(decision.llm.engine) if decision is not None else None  # type: ignore[attr-defined]
+    rows: list[dict[str, Any]] = []
+    for name in args.variants.split(","):
+        for with_llm in (False, True) if name in llm_variants else (False,):
+            if name == "rewrite+prior" and rewriter is None:
+                continue
+            cfg = replace(RouterConfig(), **VARIANTS[name])
+            options = RouterOptions(reranker="llm-choice" if with_llm else "none")
+            router = build_router(tools, options, embedder=emb, reranker=decision, tuning=cfg)
+            router.rewriter = rewriter
+            router.calibrate()
+            if decision is not None:
+                decision.history_messages = 2 if name == "today" else 4
+            row = {"variant": name, "llm": with_llm, "split": args.split, **run_variant(router, name, items)}
+            rows.append(row)
+            print(
+                f"{name:14} llm={with_llm!s:5} n={row['n']} acc={row['accuracy']:.3f} top1={row['retrieval_top1']:.3f} "
+                f"pool={row['pool_recall']:.3f} p50={row['latency_ms_p50']:.0f} ms",
+                flush=True,
+            )
+    if args.session:
+        rows += session_rows(args, dialogues, emb, decision, llm_variants)
+    out = Path(args.out)
+    write_json(out.with_suffix(".json"), {"args": vars(args), "rows": rows}, indent=1)
+    write_md(out.with_suffix(".md"), rows, args)
+
+
+def session_rows(args: argparse.Namespace, dialogues: list[Any], emb: Any, decision: Any, llm_variants: list[str]):
+    """Standalone requests behind an unrelated dialogue's earlier turns, follow-up handling off and on."""
+    reg = load_registry(SHARED / "mcp-registry")
+    picked = session_items(args.seed, args.session)
+    rng = random.Random(args.seed + 1)
+    rows = []
+    for name in ("today", "context+prior"):
+        for with_llm in (False, True) if name in llm_variants else (False,):
+            hits, lat, cued = 0, [], 0
+            routers: dict[str, Router] = {}
+            for profile, it in picked:
+                if profile not in routers:
+                    cfg = replace(RouterConfig(), **VARIANTS[name])
+                    options = RouterOptions(reranker="llm-choice" if with_llm else "none")
+                    routers[profile] = build_router(
+                        reg.profile(profile), options, embedder=emb, reranker=decision, tuning=cfg
+                    )
+                    routers[profile].calibrate()
+                d = rng.choice(dialogues)
+                window = d.conversation.window(4)
+                previous = d.conversation.previous_tool_turn(4)
+                if previous is not None and previous.tool not in routers[profile].tools:
+                    previous = None  # the profile does not hold that server: the router infers or ignores it
+                if decision is not None:
+                    decision.history_messages = 2 if name == "today" else 4
+                t0 = time.perf_counter()
+                res = routers[profile].route(it.query, window, previous=previous)
+                lat.append((time.perf_counter() - t0) * 1e3)
+                hits += res.tool in it.gold
+                cued += routers[profile].follow_up(it.query, window, previous)
+            n = len(picked)
+            row = {
+                "variant": f"session/{name}",
+                "llm": with_llm,
+                "split": "dev standalone",
+                "n": n,
+                "accuracy": hits / n,
+                "follow_up_share": cued / n,
+                "latency_ms_p50": statistics.median(lat),
+            }
+            rows.append(row)
+            print(
+                f"session/{name:14} llm={with_llm!s:5} n={n} acc={row['accuracy']:.3f} "
+                f"follow-up={row['follow_up_share']:.2f} p50={row['latency_ms_p50']:.0f} ms",
+                flush=True,
+            )
+    return rows
+
+
+def write_md(path: Path, rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    llm = args.llm or '""'
+    lines = [
+        "# Follow-up routing",
+        "",
+        f"`python bench/followups.py --split {args.split} --llm {llm}` · profile {PROFILE} · "
+        f"embedder {defaults.EMBEDDER}; decision llm-choice on {defaults.CHAT_MODEL} where llm = yes",
+        "",
+        "| variant | llm | split | n | accuracy | retrieval top-1 | in pool | p50 ms |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['variant']} | {'yes' if r['llm'] else 'no'} | {r['split']} | {r['n']} | {r['accuracy']:.3f} | "
+            f"{r.get('retrieval_top1', float('nan')):.3f} | {r.get('pool_recall', float('nan')):.3f} | "
+            f"{r['latency_ms_p50']:.0f} |"
+        )
+    path.write_text("\n".join(lines) + "\n")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
