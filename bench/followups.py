@@ -6,7 +6,11 @@ Runs on the dialogue set (``data/eval/followups.jsonl``, ``nexus_agent/evaluatio
 - ``today``: no follow-up handling, and the LLM decision shown the last 2 history messages (before this change);
 - ``context``: retrieval also over the request with the previous tool turn's request and tool (averaged);
 - ``prior``: a prior for the previous tool, its siblings and its server, and they are kept in the pool;
-- ``context+prior``: both (the default);
+- ``context+prior``: both, the decision's list in retrieval order;
+- ``hint``: the decision's prompt also names the call the request follows; ``first``: the previous tool and its
+  siblings head the decision's list; ``first+hint``: both; ``first+pool10``: a pool of 10;
+- ``default``: ``first+hint``, and a follow-up the decision gives no tool keeps the head of the list;
+- ``gated``: the gate, not the follow-up, decides whether the decision is asked;
 - ``rewrite+prior``: the local LLM rewrites the follow-up into a standalone request; retrieval reads the rewrite;
 - ``inferred``: the default, given only the chat messages (no record of the calls): the router finds the
   previous tool turn itself, as it must for a caller that keeps none.
@@ -16,7 +20,7 @@ with ``--llm`` the full decision (llm-choice on qwen1.5b) and its latency. The `
 requests of the dev sets behind an unrelated dialogue's turns: what follow-up handling costs a request that stands
 on its own. Writes ``<out>.json`` and ``<out>.md``.
 
-    python bench/followups.py --split tune --llm today,context+prior
+    python bench/followups.py --split tune --llm today,default --no-tool
 """
 
 from __future__ import annotations
@@ -43,22 +47,35 @@ from nexus_agent.routing.rewrite import QueryRewriter
 from nexus_agent.routing.router import Router, RouterConfig, RouterOptions, build_router, create_decision
 
 OFF = {"followups": False}
+# the decision's list, prompt and outcome as before
+_PLAIN = {"followup_related_first": False, "followup_hint": False, "followup_none_fallback": False}
 VARIANTS: dict[str, dict[str, Any]] = {
     "today": OFF,
     "context": {
+        **_PLAIN,
         "followup_prior_tool": 0.0,
         "followup_prior_sibling": 0.0,
         "followup_prior_server": 0.0,
         "followup_keep": 0,
     },
-    "prior": {"followup_context_weight": 0.0},
-    "context+prior": {},
+    "prior": {**_PLAIN, "followup_context_weight": 0.0},
+    "context+prior": _PLAIN,
+    "hint": {"followup_related_first": False, "followup_none_fallback": False},
+    "first": {"followup_hint": False, "followup_none_fallback": False},
+    "first+hint": {"followup_none_fallback": False},
+    "first+pool10": {"followup_hint": False, "followup_pool": 10, "followup_none_fallback": False},
+    "default": {},  # first + hint + fallback
+    # the gate decides on the follow-up's own scores (no forced escalation): faster, when retrieval is sure
+    "gated": {"followup_escalate": False, "escalate_back_references": False},
     "rewrite+prior": {"followup_rewrite": True},
     "inferred": {},
 }
 
 
 def gold_names(item: dict[str, Any]) -> set[str]:
+    """The accepted qualified names; empty for a no-tool item."""
+    if item.get("tool") is None:
+        return set()
     server = item["server"]
     alts = [a.replace("/", "__") if "/" in a else f"{server}__{a}" for a in item.get("alt_tools") or []]
     return {f"{server}__{item['tool']}", *alts}
@@ -77,11 +94,24 @@ def run_variant(router: Router, name: str, items: list[dict[str, Any]]) -> dict[
         lat.append((time.perf_counter() - t0) * 1e3)
         gold = gold_names(it)
         pool = [c.key for c in res.candidates]
-        ok = res.tool in gold
+        ok = res.tool in gold if gold else res.tool is None
         hits += ok
         top1 += bool(pool) and pool[0] in gold
-        in_pool += bool(gold & set(pool))
-        per_item.append({"id": it["id"], "kind": it["kind"], "routed": res.tool, "ok": ok, "decision": res.decision})
+        in_pool += bool(gold & set(pool)) if gold else res.tool is None
+        per_item.append(
+            {
+                "id": it["id"],
+                "kind": it["kind"],
+                "routed": res.tool,
+                "ok": ok,
+                "decision": res.decision,
+                "asked": bool(res.rerank_scores),  # the decision ran (its "none" is a fallback's to override)
+                "margin": res.margin,
+                "top1": pool[0] if pool else None,
+                "top1_ok": bool(pool) and pool[0] in gold,
+                "in_pool": bool(gold & set(pool)),
+            }
+        )
     n = len(items)
     return {
         "n": n,
@@ -111,10 +141,12 @@ def main() -> None:
     ap.add_argument("--llm", default="", help="variants also run with the LLM decision (comma list)")
     ap.add_argument("--session", type=int, default=60, help="standalone requests behind unrelated turns (0: off)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--limit", type=int, default=None, help="the first N dialogues of the split only")
+    ap.add_argument("--no-tool", action="store_true", help="also run the LLM variants on followups_no_tool.jsonl")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "followups"))
     args = ap.parse_args()
     dialogues = load_dialogues(SHARED / "eval" / "followups.jsonl", None if args.split == "all" else args.split)
-    items = [d.item | {"turns": [t.model_dump() for t in d.line.turns]} for d in dialogues]
+    items = [d.item | {"turns": [t.model_dump() for t in d.line.turns]} for d in dialogues][: args.limit]
     reg = load_registry(SHARED / "mcp-registry")
     tools = reg.profile(PROFILE)
     emb = create_embedder(defaults.EMBEDDER)
@@ -143,6 +175,17 @@ def main() -> None:
                 f"pool={row['pool_recall']:.3f} p50={row['latency_ms_p50']:.0f} ms",
                 flush=True,
             )
+    if args.no_tool:
+        no_tool = load_dialogues(SHARED / "eval" / "followups_no_tool.jsonl")
+        nt_items = [d.item | {"turns": [t.model_dump() for t in d.line.turns]} for d in no_tool]
+        for name in llm_variants:
+            cfg = replace(RouterConfig(), **VARIANTS[name])
+            router = build_router(tools, RouterOptions(), embedder=emb, reranker=decision, tuning=cfg)
+            if decision is not None:
+                decision.history_messages = 2 if name == "today" else 4
+            row = {"variant": name, "llm": True, "split": "no-tool", **run_variant(router, name, nt_items)}
+            rows.append(row)
+            print(f"{name:14} no-tool n={row['n']} right (no tool)={row['accuracy']:.3f}", flush=True)
     if args.session:
         rows += session_rows(args, dialogues, emb, decision, llm_variants)
     out = Path(args.out)
@@ -150,31 +193,34 @@ def main() -> None:
     write_md(out.with_suffix(".md"), rows, args)
 
 
-def session_rows(args: argparse.Namespace, dialogues: list[Any], emb: Any, decision: Any, llm_variants: list[str]):
-    """Standalone requests behind an unrelated dialogue's earlier turns, follow-up handling off and on."""
+def session_rows(
+    args: argparse.Namespace, dialogues: list[Any], emb: Any, decision: Any, llm_variants: list[str]
+) -> list[dict[str, Any]]:
+    """Standalone dev requests: alone (no history, the default router), and behind an unrelated dialogue's earlier
+    turns with follow-up handling off (``today``) and on (``default``); the same pairs for both."""
     reg = load_registry(SHARED / "mcp-registry")
     picked = session_items(args.seed, args.session)
     rng = random.Random(args.seed + 1)
+    behind = [rng.choice(dialogues) for _ in picked]
     rows = []
-    for name in ("today", "context+prior"):
-        for with_llm in (False, True) if name in llm_variants else (False,):
+    for name, config in (("alone", "default"), ("today", "today"), ("default", "default")):
+        for with_llm in (False, True) if config in llm_variants else (False,):
             hits, lat, cued = 0, [], 0
             routers: dict[str, Router] = {}
-            for profile, it in picked:
+            for (profile, it), d in zip(picked, behind, strict=True):
                 if profile not in routers:
-                    cfg = replace(RouterConfig(), **VARIANTS[name])
+                    cfg = replace(RouterConfig(), **VARIANTS[config])
                     options = RouterOptions(reranker="llm-choice" if with_llm else "none")
                     routers[profile] = build_router(
                         reg.profile(profile), options, embedder=emb, reranker=decision, tuning=cfg
                     )
                     routers[profile].calibrate()
-                d = rng.choice(dialogues)
-                window = d.conversation.window(4)
-                previous = d.conversation.previous_tool_turn(4)
+                window = [] if name == "alone" else d.conversation.window(4)
+                previous = None if name == "alone" else d.conversation.previous_tool_turn(4)
                 if previous is not None and previous.tool not in routers[profile].tools:
                     previous = None  # the profile does not hold that server: the router infers or ignores it
                 if decision is not None:
-                    decision.history_messages = 2 if name == "today" else 4
+                    decision.history_messages = 2 if config == "today" else 4
                 t0 = time.perf_counter()
                 res = routers[profile].route(it.query, window, previous=previous)
                 lat.append((time.perf_counter() - t0) * 1e3)

@@ -6,7 +6,8 @@ A line of ``data/eval/followups.jsonl`` is an eval line (``id``, ``query``, ``to
 - ``turns``: 1–3 earlier turns, oldest first, each ``{"user", "tool", "arguments", "result", "answer"}``; ``tool``
   is a qualified name (``server__name``) or null for a turn without a tool (small talk), ``result`` the short text
   the tool returned;
-- ``kind``: what the last request leans on (:data:`KINDS`);
+- ``kind``: what the last request leans on (:data:`KINDS`); ``no-tool`` (with ``tool`` null) marks a follow-up
+  the conversation answers without a tool (``followups_no_tool.jsonl``: what follow-up handling must not call);
 - ``split``: ``tune`` or ``check``, drawn once by :func:`assign_splits` (seeded): tuning reads only ``tune``.
 
 The turns are replayed through the agent's own :class:`~nexus_agent.agent.history.Conversation`, so routing and
@@ -36,7 +37,7 @@ from nexus_agent.registry import Registry, load_registry
 
 PROFILE = "desktop_realistic"
 SPLIT_SEED = 20261203
-KINDS = ("pronoun", "ordinal", "same", "undo", "before", "switch", "smalltalk", "detail")
+KINDS = ("pronoun", "ordinal", "same", "undo", "before", "switch", "smalltalk", "detail", "no-tool")
 
 
 class DialogueTurn(BaseModel):
@@ -54,9 +55,9 @@ class DialogueLine(BaseModel):
 
     id: str
     query: str
-    tool: str
-    server: str
-    kind: Literal["pronoun", "ordinal", "same", "undo", "before", "switch", "smalltalk", "detail"]
+    tool: str | None  # None: the request needs no tool (kind "no-tool")
+    server: str | None = None
+    kind: Literal["pronoun", "ordinal", "same", "undo", "before", "switch", "smalltalk", "detail", "no-tool"]
     turns: list[DialogueTurn] = Field(min_length=1, max_length=3)
     arguments: dict[str, Any] = Field(default_factory=dict)
     arg_contains: dict[str, list[str]] | None = None
@@ -139,12 +140,14 @@ def check_file(path: Path, registry: Registry, profile: str = PROFILE) -> list[s
             continue
         ids[line.id] += 1
         queries[line.query.strip().lower()] += 1
-        gold = [f"{line.server}__{line.tool}"]
+        if (line.tool is None) != (line.kind == "no-tool"):
+            problems.append(f"{where}: a no-tool item has kind 'no-tool' and tool null, and only it")
+        gold = [] if line.tool is None else [f"{line.server}__{line.tool}"]
         gold += [a.replace("/", "__") if "/" in a else f"{line.server}__{a}" for a in line.alt_tools or []]
         for g in gold:
             if g not in exposed:
                 problems.append(f"{where}: expected tool {g} is not in profile {profile}")
-        if gold[0] in exposed:
+        if gold and gold[0] in exposed:
             problems += _check_args(gold[0], line.arguments, registry, where)
         if not any(t.tool for t in line.turns):
             problems.append(f"{where}: no earlier turn calls a tool")

@@ -60,6 +60,11 @@ class RouterConfig:
     followup_prior_sibling: float = 0.1
     followup_prior_server: float = 0.05
     followup_keep: int = 4
+    followup_pool: int = 0  # a follow-up's pool (0: ``pool``)
+    followup_escalate: bool = True  # a follow-up goes to the decision (False: the gate decides, on fused scores)
+    followup_hint: bool = True  # the decision is told which call the request follows (llm_choice.follow_up_hint)
+    followup_related_first: bool = True  # the previous tool and its siblings head the decision's list
+    followup_none_fallback: bool = True  # a follow-up the decision gives no tool keeps retrieval's top-1
     followup_rewrite: bool = False  # the context is the LLM's standalone rewrite instead (routing/rewrite.py)
 
 

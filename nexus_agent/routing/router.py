@@ -328,10 +328,9 @@ class Router:
         if not cands:
             return RouteResult([], "no-tool", None, margin, (time.perf_counter() - t0) * 1e3)
         if following is not None:
-            pool = self._keep_related(pool, cands, following)
-        points_back = (
-            self.cfg.escalate_back_references and bool(history) and (refers_back(query) or following is not None)
-        )
+            pool = self._keep_related(cands[: self.cfg.followup_pool or self.cfg.pool], cands, following)
+        points_back = self.cfg.escalate_back_references and bool(history) and refers_back(query)
+        points_back = points_back or (following is not None and self.cfg.followup_escalate)
         escalate = self.cfg.always_escalate or (self.cfg.gate and (not gate.decide(margin) or points_back or reordered))
         best_dense = max(c.dense for c in pool)
         relevant = best_dense >= self.calibration.floor(allowed)
@@ -350,10 +349,15 @@ class Router:
             tool = cands[0].key if relevant else None
             ms = (time.perf_counter() - t0) * 1e3
             return RouteResult(pool, decision, tool, margin, ms, escalated=escalate, exemplar_similarity=ex_sim)
-        res = self.reranker.rerank(query, [self.tools[c.key] for c in pool], history)
-        decision = "escalated" if res.choice is not None else "no-tool"
+        hint = following if self.cfg.followup_hint else None
+        res = self.reranker.rerank(query, [self.tools[c.key] for c in pool], history, previous=hint)
+        choice = res.choice
+        if choice is None and following is not None and self.cfg.followup_none_fallback:
+            # a follow-up that passed the small-talk test leans on a tool turn: "none" is the small model's doubt
+            choice = pool[0].key
+        decision = "escalated" if choice is not None else "no-tool"
         ms = (time.perf_counter() - t0) * 1e3
-        return RouteResult(pool, decision, res.choice, margin, ms, res.scores, True, ex_sim)
+        return RouteResult(pool, decision, choice, margin, ms, res.scores, True, ex_sim)
 
     def _keep_related(self, pool: list[Candidate], cands: list[Candidate], previous: PreviousTurn) -> list[Candidate]:
         """``pool`` with the previous tool and its closest siblings in it (they replace the pool's tail): the
@@ -361,9 +365,13 @@ class Router:
         want = [previous.tool, *self._siblings(self.tools[previous.tool])][: self.cfg.followup_keep]
         have = {c.key for c in pool}
         extra = [c for c in cands if c.key in want and c.key not in have]
-        if not extra:
-            return pool
-        return pool[: max(0, len(pool) - len(extra))] + extra
+        if extra:
+            pool = pool[: max(0, len(pool) - len(extra))] + extra
+        if self.cfg.followup_related_first:
+            # listed first, so the decision reads them described (llm_choice describes the first ten)
+            related = {previous.tool, *self._siblings(self.tools[previous.tool])}
+            pool = [c for c in pool if c.key in related] + [c for c in pool if c.key not in related]
+        return pool
 
 
 # --- the factory -----------------------------------------------------------------------------------------------

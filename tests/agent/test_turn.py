@@ -12,7 +12,7 @@ import pytest
 
 from nexus_agent.agent.args import ArgumentWriter
 from nexus_agent.agent.events import Event
-from nexus_agent.agent.history import Conversation, carries_nothing, surrogate
+from nexus_agent.agent.history import Conversation, Turn, carries_nothing, surrogate
 from nexus_agent.agent.prompts import SYSTEM_CHAT
 from nexus_agent.agent.routing_adapter import AgentRouter, build_router
 from nexus_agent.agent.turn import (
@@ -144,11 +144,27 @@ class _RoutesTo:
 
     def __init__(self, tool: str) -> None:
         self.tool = tool
+        self.previous: list[PreviousTurn | None] = []
 
     def route_turn(
         self, query: str, window: list[dict[str, str]], previous: PreviousTurn | None = None
     ) -> RouteOutcome:
+        self.previous.append(previous)
         return RouteOutcome("auto", self.tool, [(self.tool, 1.0)], 0.0)
+
+
+def test_routing_is_told_the_last_tool_turn_past_small_talk(engine: Engine, tools: dict[str, Tool]) -> None:
+    convo = Conversation(
+        [
+            Turn("open issues in acme/api?", "github__list_issues", {"owner": "acme", "repo": "api"}, "[]", "None."),
+            Turn("thanks!", answer="You're welcome."),
+        ]
+    )
+    router = _RoutesTo("github__get_me")
+    run_turn(_deps(engine, router, tools, [], CallResult("{}", False)), convo, "and the closed ones?", lambda e: None)
+    assert router.previous == [PreviousTurn("open issues in acme/api?", "github__list_issues")]
+    run_turn(_deps(engine, router, tools, [], CallResult("{}", False)), Conversation(), "hi", lambda e: None)
+    assert router.previous[-1] is None
 
 
 @pytest.mark.parametrize(

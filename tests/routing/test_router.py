@@ -16,6 +16,7 @@ from nexus_agent.evaluation.routing import EvalItem, ItemResult, evaluate, load_
 from nexus_agent.registry import Tool, load_registry
 from nexus_agent.routing.docs import tool_document
 from nexus_agent.routing.embedders.base import Embedder, Vectors
+from nexus_agent.routing.followup import PreviousTurn
 from nexus_agent.routing.lexical import BM25Index, tokenize
 from nexus_agent.routing.rerank.base import Reranker, RerankResult
 from nexus_agent.routing.router import Candidate, Decision, Router, RouterConfig, RouteResult
@@ -192,7 +193,13 @@ class Recording(Reranker):
     def __init__(self) -> None:
         self.calls = 0
 
-    def rerank(self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()) -> RerankResult:
+    def rerank(
+        self,
+        query: str,
+        candidates: Sequence[Tool],
+        history: Sequence[dict[str, str]] = (),
+        previous: PreviousTurn | None = None,
+    ) -> RerankResult:
         self.calls += 1
         return RerankResult(scores=[0.0] * len(candidates), choice=candidates[0].qualified_name)
 
@@ -225,7 +232,9 @@ def test_a_request_that_points_back_goes_to_the_reranker_when_there_is_history(r
     assert rr.calls == 1 and res.decision == "escalated" and res.escalated
     assert r.route("reopen it").escalated is False and rr.calls == 1  # nothing earlier to point at
     assert r.route("list the open issues in acme/api", history=hist).escalated is False and rr.calls == 1
-    r = Router(_tools(registry_dir), HashEmbedder(), replace(cfg, escalate_back_references=False), rr)
+    r = Router(
+        _tools(registry_dir), HashEmbedder(), replace(cfg, escalate_back_references=False, followup_escalate=False), rr
+    )
     assert r.route("reopen it", history=hist).escalated is False and rr.calls == 1
     r = Router(_tools(registry_dir), HashEmbedder(), replace(cfg, gate=False), rr)  # --no-gate: top-1 is final
     assert r.route("reopen it", history=hist).escalated is False and rr.calls == 1
@@ -443,8 +452,6 @@ def test_build_router_reads_the_options_and_sets_them_on_the_tuning(registry_dir
 def test_a_follow_up_pulls_the_previous_tools_siblings_into_the_pool_and_asks_the_decision(registry_dir: Path) -> None:
     from dataclasses import replace
 
-    from nexus_agent.routing.followup import PreviousTurn
-
     tools = load_registry(registry_dir).profile("desktop_realistic")
     rr = Recording()
     cfg = RouterConfig(synthetic=False, tau=0.0, min_dense=0.0, exemplars=False, pool=5)
@@ -468,6 +475,12 @@ def test_a_follow_up_pulls_the_previous_tools_siblings_into_the_pool_and_asks_th
     assert [c.key for c in r.route(standalone, hist, previous=prev).candidates] == [
         c.key for c in r.route(standalone).candidates
     ]
+    # listed first, the previous tool and its siblings are the ones the decision reads described
+    first = Router(tools, HashEmbedder(), replace(cfg, followup_related_first=True), rr)
+    head = [c.key for c in first.route(query, hist, previous=prev).candidates]
+    related = {"github__list_releases", *first._siblings(first.tools["github__list_releases"])}
+    n = sum(k in related for k in head)
+    assert n >= 2 and set(head[:n]) <= related and sorted(head) == sorted(pool)
     # switched off, the follow-up is routed as before this existed
     off = Router(tools, HashEmbedder(), replace(cfg, followups=False), rr)
     assert [c.key for c in off.route(query, hist, previous=prev).candidates] == plain[:5]
@@ -492,3 +505,32 @@ def test_without_a_record_of_calls_the_router_finds_the_previous_tool_turn_itsel
     prev = r.previous_of(prose)
     assert prev is not None and prev.request == "list the dependabot alerts of acme/api"
     assert prev.tool == r.retrieve("list the dependabot alerts of acme/api")[0].key
+
+
+class SaysNone(Recording):
+    """A decision that finds no candidate fits."""
+
+    def rerank(
+        self,
+        query: str,
+        candidates: Sequence[Tool],
+        history: Sequence[dict[str, str]] = (),
+        previous: PreviousTurn | None = None,
+    ) -> RerankResult:
+        self.calls += 1
+        return RerankResult(scores=[0.0] * len(candidates), choice=None)
+
+
+def test_a_follow_up_the_decision_gives_no_tool_keeps_the_head_of_its_list(registry_dir: Path) -> None:
+    from dataclasses import replace
+
+    tools = load_registry(registry_dir).profile("desktop_realistic")
+    cfg = RouterConfig(synthetic=False, tau=0.0, min_dense=0.0, exemplars=False, always_escalate=True)
+    hist = [{"role": "user", "content": "releases of acme/api?"}, {"role": "assistant", "content": "Two."}]
+    prev = PreviousTurn("releases of acme/api?", "github__list_releases")
+    r = Router(tools, HashEmbedder(), cfg, SaysNone())
+    res = r.route("and the ones before that?", hist, previous=prev)
+    assert res.tool == res.candidates[0].key and res.decision == "escalated"
+    assert r.route("list the releases of acme/web", hist, previous=prev).tool is None  # no follow-up: "none" holds
+    off = Router(tools, HashEmbedder(), replace(cfg, followup_none_fallback=False), SaysNone())
+    assert off.route("and the ones before that?", hist, previous=prev).tool is None

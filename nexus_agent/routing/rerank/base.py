@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
 from nexus_agent.registry import Tool
+from nexus_agent.routing.followup import PreviousTurn
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,15 @@ class Reranker(ABC):
     uses_llm: ClassVar[bool] = False
 
     @abstractmethod
-    def rerank(self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()) -> RerankResult:
-        """Score ``candidates`` for ``query``."""
+    def rerank(
+        self,
+        query: str,
+        candidates: Sequence[Tool],
+        history: Sequence[dict[str, str]] = (),
+        previous: PreviousTurn | None = None,
+    ) -> RerankResult:
+        """Score ``candidates`` for ``query``. ``previous``: the request is a follow-up of that tool turn
+        (``routing/followup.py``); a reranker may use it or not."""
 
 
 R = TypeVar("R", bound=type[Reranker])

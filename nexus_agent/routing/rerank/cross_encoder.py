@@ -12,6 +12,7 @@ from typing import Any
 
 from nexus_agent.registry import Tool
 from nexus_agent.routing.docs import tool_document
+from nexus_agent.routing.followup import PreviousTurn
 from nexus_agent.routing.rerank.base import Reranker, RerankResult, history_text, register_reranker
 
 
@@ -28,7 +29,13 @@ class CrossEncoderReranker(Reranker):
         self.model: Any = CrossEncoder(model, device="cpu")
         self.min_score = min_score
 
-    def rerank(self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()) -> RerankResult:
+    def rerank(
+        self,
+        query: str,
+        candidates: Sequence[Tool],
+        history: Sequence[dict[str, str]] = (),
+        previous: PreviousTurn | None = None,
+    ) -> RerankResult:
         ctx = history_text(history, max_messages=1)
         q = f"{ctx}\n{query}" if ctx else query
         scores = [float(s) for s in self.model.predict([(q, tool_document(t)) for t in candidates])]

@@ -15,6 +15,7 @@ import numpy as np
 
 from nexus_agent import defaults
 from nexus_agent.registry import Tool
+from nexus_agent.routing.followup import PreviousTurn
 from nexus_agent.routing.rerank.base import Reranker, RerankResult, history_text, register_reranker
 from nexus_agent.routing.rerank.llm import DecisionLLM, standalone_llm
 from nexus_agent.routing.trie import TokenNameFSM
@@ -66,9 +67,24 @@ def display_names(candidates: Sequence[Tool]) -> list[str]:
 HISTORY_MESSAGES = 4
 
 
+def follow_up_hint(previous: PreviousTurn, shown: str) -> str:
+    """What a follow-up's prompt says about the call it follows (``shown``: that tool as the list names it)."""
+    return (
+        f"The request follows the call of {shown}: more results, another page or the same for something else → "
+        f"usually {shown} again; one item of its result → the tool that reads one such item; undoing it → the "
+        "opposite operation; another app the request names → that app's tool."
+    )
+
+
 def build_messages(
-    query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]], history_messages: int = HISTORY_MESSAGES
+    query: str,
+    candidates: Sequence[Tool],
+    history: Sequence[dict[str, str]],
+    history_messages: int = HISTORY_MESSAGES,
+    previous: PreviousTurn | None = None,
 ) -> list[dict[str, str]]:
+    """The decision's chat: the fixed system message, then the list, the conversation, a follow-up's hint and the
+    request. ``previous``: the request is a follow-up of that tool turn (only used when that tool is listed)."""
     names = display_names(candidates)
     lines = []
     for i, (t, shown) in enumerate(zip(candidates, names, strict=True)):
@@ -79,6 +95,9 @@ def build_messages(
     user = "Tools:\n" + "\n".join(lines) + "\n\n"
     if ctx:
         user += f"Earlier conversation:\n{ctx}\n\n"
+    keys = [t.qualified_name for t in candidates]
+    if previous is not None and previous.tool in keys:
+        user += follow_up_hint(previous, names[keys.index(previous.tool)]) + "\n\n"
     user += f"Request: {query}\nWhich tool?"
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
 
@@ -102,9 +121,15 @@ class LLMChoiceReranker(Reranker):
         )
         self.head_tokens = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
-    def rerank(self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()) -> RerankResult:
+    def rerank(
+        self,
+        query: str,
+        candidates: Sequence[Tool],
+        history: Sequence[dict[str, str]] = (),
+        previous: PreviousTurn | None = None,
+    ) -> RerankResult:
         names = display_names(candidates)
-        prompt = self.llm.render(build_messages(query, candidates, history, self.history_messages))
+        prompt = self.llm.render(build_messages(query, candidates, history, self.history_messages, previous))
         fsm = TokenNameFSM([*names, NONE], self.llm.tokenize, self._end)
         first_logits: list[np.ndarray] = []
 

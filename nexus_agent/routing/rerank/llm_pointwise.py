@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nexus_agent.registry import Tool
+from nexus_agent.routing.followup import PreviousTurn
 from nexus_agent.routing.rerank.base import Reranker, RerankResult, history_text, register_reranker
 from nexus_agent.routing.rerank.llm import DecisionLLM, standalone_llm
 from nexus_agent.signature import SignatureOptions, signature
@@ -37,7 +38,13 @@ class LLMPointwiseReranker(Reranker):
         # of the pool keeps -inf (recall@5 is what bounds this reranker).
         self.top = top
 
-    def rerank(self, query: str, candidates: Sequence[Tool], history: Sequence[dict[str, str]] = ()) -> RerankResult:
+    def rerank(
+        self,
+        query: str,
+        candidates: Sequence[Tool],
+        history: Sequence[dict[str, str]] = (),
+        previous: PreviousTurn | None = None,
+    ) -> RerankResult:
         ctx = history_text(history)
         head = (f"Earlier conversation:\n{ctx}\n\n" if ctx else "") + f"Request: {query}\n\n"
         scores: list[float] = []
