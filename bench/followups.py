@@ -12,8 +12,10 @@ Runs on the dialogue set (``data/eval/followups.jsonl``, ``nexus_agent/evaluatio
 - ``default``: ``first+hint``, and a follow-up the decision gives no tool keeps the head of the list;
 - ``gated``: the gate, not the follow-up, decides whether the decision is asked;
 - ``rewrite+prior``: the local LLM rewrites the follow-up into a standalone request; retrieval reads the rewrite;
-- ``inferred``: the default, given only the chat messages (no record of the calls): the router finds the
-  previous tool turn itself, as it must for a caller that keeps none.
+- ``inferred``: the default, given only the chat messages (with the agent's call notes, no structured record):
+  the router finds the previous tool turn itself; ``prose``: the messages without call notes or results (each
+  turn's request and answer only, as a chat app's history), so it takes the tool retrieval picks for the earlier
+  request.
 
 Per variant: the gold tool's presence in the pool the decision sees (``pool_recall``), retrieval's top-1, and
 with ``--llm`` the full decision (llm-choice on qwen1.5b) and its latency. The ``session`` rows route standalone
@@ -69,6 +71,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "gated": {"followup_escalate": False, "escalate_back_references": False},
     "rewrite+prior": {"followup_rewrite": True},
     "inferred": {},
+    "prose": {},
 }
 
 
@@ -81,14 +84,21 @@ def gold_names(item: dict[str, Any]) -> set[str]:
     return {f"{server}__{item['tool']}", *alts}
 
 
+def prose_turn(turn: dict[str, Any]) -> list[dict[str, str]]:
+    """A dialogue turn as a chat app would keep it: the request and the answer, no call, no result."""
+    return [{"role": "user", "content": turn["user"]}, {"role": "assistant", "content": turn.get("answer") or ""}]
+
+
 def run_variant(router: Router, name: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     hits = top1 = in_pool = 0
     lat: list[float] = []
     per_item = []
     for it in items:
         window, previous = replay(it)
-        if name == "inferred":
+        if name in ("inferred", "prose"):
             previous = None
+        if name == "prose":
+            window = [m for t in it["turns"] for m in prose_turn(t)]
         t0 = time.perf_counter()
         res = router.route(it["query"], window, previous=previous)
         lat.append((time.perf_counter() - t0) * 1e3)
@@ -166,8 +176,6 @@ def main() -> None:
             router = build_router(tools, options, embedder=emb, reranker=decision, tuning=cfg)
             router.rewriter = rewriter
             router.calibrate()
-            if decision is not None:
-                decision.history_messages = 2 if name == "today" else 4
             row = {"variant": name, "llm": with_llm, "split": args.split, **run_variant(router, name, items)}
             rows.append(row)
             print(
@@ -181,8 +189,6 @@ def main() -> None:
         for name in llm_variants:
             cfg = replace(RouterConfig(), **VARIANTS[name])
             router = build_router(tools, RouterOptions(), embedder=emb, reranker=decision, tuning=cfg)
-            if decision is not None:
-                decision.history_messages = 2 if name == "today" else 4
             row = {"variant": name, "llm": True, "split": "no-tool", **run_variant(router, name, nt_items)}
             rows.append(row)
             print(f"{name:14} no-tool n={row['n']} right (no tool)={row['accuracy']:.3f}", flush=True)
@@ -219,8 +225,6 @@ def session_rows(
                 previous = None if name == "alone" else d.conversation.previous_tool_turn(4)
                 if previous is not None and previous.tool not in routers[profile].tools:
                     previous = None  # the profile does not hold that server: the router infers or ignores it
-                if decision is not None:
-                    decision.history_messages = 2 if config == "today" else 4
                 t0 = time.perf_counter()
                 res = routers[profile].route(it.query, window, previous=previous)
                 lat.append((time.perf_counter() - t0) * 1e3)

@@ -48,6 +48,16 @@ def leans_on(query: str) -> bool:
     return bool(_CUE.search(query))
 
 
+# An object a request names itself: a URL, a path, owner/repo, #N, a token with a digit (ids, versions, run-8F5J…),
+# quoted text. "Before I commit in /home/dana/shop, …" has a cue word and stands on its own.
+_OWN_OBJECT = re.compile(r"https?://|(?<![\w])[~.]?/[\w.-]+|\b[\w.-]+/[\w.-]+\b|#\d+|\b\w*\d\w*\b|\"[^\"]+\"|`[^`]+`")
+
+
+def names_own_object(query: str) -> bool:
+    """Whether ``query`` names an object of its own (``_OWN_OBJECT``)."""
+    return bool(_OWN_OBJECT.search(query))
+
+
 # Operation words: what remains of a tool's name without them is the object it works on.
 _VERBS = frozenset(
     (  # noqa: SIM905 (a word list reads better as words)

@@ -27,7 +27,15 @@ from nexus_agent.registry import Tool
 from nexus_agent.routing.calibration import Calibration
 from nexus_agent.routing.embedders import create_embedder
 from nexus_agent.routing.embedders.base import Embedder
-from nexus_agent.routing.followup import PreviousTurn, context_text, leans_on, resolve_name, siblings, user_turns
+from nexus_agent.routing.followup import (
+    PreviousTurn,
+    context_text,
+    leans_on,
+    names_own_object,
+    resolve_name,
+    siblings,
+    user_turns,
+)
 from nexus_agent.routing.gate import Gate
 from nexus_agent.routing.index import F32, EmbeddingCache, ToolIndex
 from nexus_agent.routing.options import RouterConfig, RouterOptions
@@ -322,6 +330,12 @@ class Router:
         if previous is None and self.cfg.followups and history and leans_on(query):
             previous = self.previous_of(history, allowed)  # a caller that kept no record of its calls
         following = previous if self.follow_up(query, history, previous) else None
+        if following is not None and names_own_object(query):
+            # it names its own object and retrieval alone is sure of it: it stands on its own (a cue word such as
+            # "before" or "last" in "show the last 200 lines of /var/log/app.log" is no follow-up)
+            margin, reordered = self._confidence(self.retrieve(query, allowed, qvec=qvec))
+            if gate.decide(margin) and not reordered:
+                following = None
         cands = self.retrieve(query, allowed, qvec=qvec, previous=following, history=history)
         margin, reordered = self._confidence(cands)
         pool = cands[: self.cfg.pool]

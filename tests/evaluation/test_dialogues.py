@@ -88,3 +88,26 @@ def test_check_reports_what_is_wrong_and_where(tmp_path: Path, registry_dir: Pat
     assert len(load_dialogues(dialogues_file, "check")) + len(load_dialogues(dialogues_file, "tune")) == len(
         load_dialogues(dialogues_file)
     )
+
+
+def _scalars(v: object) -> list[object]:
+    if isinstance(v, dict):
+        return [x for y in v.values() for x in _scalars(y)]
+    if isinstance(v, list):
+        return [x for y in v for x in _scalars(y)]
+    return [v]
+
+
+def test_what_a_follow_up_takes_from_earlier_results_survives_their_summaries(dialogues_file: Path) -> None:
+    """The history keeps tool output only as a summary: every expected argument value the earlier turns state
+    (in a request, a call or a result) must still be in the window the follow-up is routed and written with."""
+    lost = []
+    for d in load_dialogues(dialogues_file):
+        window = json.dumps(d.conversation.window(4), ensure_ascii=False).lower()
+        raw = json.dumps([t.model_dump() for t in d.line.turns], ensure_ascii=False).lower()
+        for k, v in d.line.arguments.items():
+            for x in _scalars(v):
+                s = json.dumps(x, ensure_ascii=False).strip('"').lower()
+                if not isinstance(x, bool) and s in raw and s not in window and s not in d.line.query.lower():
+                    lost.append((d.line.id, k, s))
+    assert lost == []

@@ -82,3 +82,19 @@ def test_names_resolve_to_one_qualified_tool_or_none(registry_dir: Path) -> None
 def test_context_text_names_the_previous_request_and_tool() -> None:
     text = context_text("the second one", PreviousTurn("releases of acme/api?", "github__list_releases"))
     assert text.startswith("the second one") and "releases of acme/api?" in text and "list releases" in text
+
+
+@pytest.mark.parametrize(
+    ("query", "names"),
+    [
+        ("Before I commit in /home/dana/projects/shop, let me review what's staged.", True),
+        ("Discard Terraform run run-CZcmD7eagjhyX0vN; we are not applying it.", True),
+        ("what's issue #4521 in vercel/next.js about?", True),
+        ("and the ones before that?", False),
+        ("actually undo that", False),
+    ],
+)
+def test_a_request_may_name_its_own_object(query: str, names: bool) -> None:
+    from nexus_agent.routing.followup import names_own_object
+
+    assert names_own_object(query) is names

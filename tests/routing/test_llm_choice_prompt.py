@@ -6,7 +6,7 @@ from pathlib import Path
 
 from nexus_agent.registry import load_registry
 from nexus_agent.routing.followup import PreviousTurn
-from nexus_agent.routing.rerank.llm_choice import NONE, build_messages
+from nexus_agent.routing.rerank.llm_choice import FOLLOW_UP_HISTORY_MESSAGES, NONE, build_messages
 
 
 def test_only_the_first_ten_candidates_are_described(registry_dir: Path) -> None:
@@ -29,11 +29,11 @@ def test_a_follow_up_names_the_call_it_follows_and_sees_two_turns(registry_dir: 
         {"role": "assistant", "content": "You're welcome."},
     ]
     prev = PreviousTurn("gists of octo?", tools[2].qualified_name)
-    user = build_messages("the second one", tools, hist, previous=prev)[1]["content"]
+    user = build_messages("the second one", tools, hist, FOLLOW_UP_HISTORY_MESSAGES, previous=prev)[1]["content"]
     assert f"The request follows the call of {tools[2].name}:" in user
     assert "gists of octo?" in user and "You're welcome." in user  # the tool turn past the small talk
     assert "follows the call" not in build_messages("the second one", tools, hist)[1]["content"]
     # a previous tool that is not listed is not named: the decision can only pick what it is shown
     other = PreviousTurn("x", "slack__slack_post_message")
     assert "follows the call" not in build_messages("q", tools, hist, previous=other)[1]["content"]
-    assert "gists of octo?" not in build_messages("q", tools, hist, history_messages=2)[1]["content"]
+    assert "gists of octo?" not in build_messages("q", tools, hist)[1]["content"]  # a standalone request: one turn

@@ -62,9 +62,11 @@ def display_names(candidates: Sequence[Tool]) -> list[str]:
     return [t.name if counts[t.name] == 1 else t.qualified_name for t in candidates]
 
 
-# The last two turns of the conversation: a small-talk turn ("thanks!") between a tool turn and its follow-up
-# would otherwise hide the turn the follow-up leans on (docs/measurements.md#follow-ups).
-HISTORY_MESSAGES = 4
+# The last turn of the conversation (two messages); a follow-up sees two turns, so a small-talk turn ("thanks!")
+# between a tool turn and the follow-up does not hide the turn it leans on. Only follow-ups pay for the longer
+# prompt (docs/measurements.md#follow-ups).
+HISTORY_MESSAGES = 2
+FOLLOW_UP_HISTORY_MESSAGES = 4
 
 
 def follow_up_hint(previous: PreviousTurn, shown: str) -> str:
@@ -129,7 +131,10 @@ class LLMChoiceReranker(Reranker):
         previous: PreviousTurn | None = None,
     ) -> RerankResult:
         names = display_names(candidates)
-        prompt = self.llm.render(build_messages(query, candidates, history, self.history_messages, previous))
+        n_messages = (
+            self.history_messages if previous is None else max(self.history_messages, FOLLOW_UP_HISTORY_MESSAGES)
+        )
+        prompt = self.llm.render(build_messages(query, candidates, history, n_messages, previous))
         fsm = TokenNameFSM([*names, NONE], self.llm.tokenize, self._end)
         first_logits: list[np.ndarray] = []
 
