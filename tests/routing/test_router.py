@@ -469,6 +469,9 @@ def test_a_follow_up_pulls_the_previous_tools_siblings_into_the_pool_and_asks_th
     pool = [c.key for c in res.candidates]
     assert len(pool) == 5 and "github__list_releases" in pool and "github__get_release_by_tag" in pool
     assert res.escalated and rr.calls == 1
+    # without history nothing is a follow-up, whatever the caller passes: a first request is routed as before
+    assert not r.follow_up(query, [], prev)
+    assert [c.key for c in r.route(query, [], previous=prev).candidates] == plain[:5]
     # the same request with no cue word is no follow-up: nothing is added, the ranking is retrieval's own
     standalone = "list the releases of acme/web"
     assert not r.follow_up(standalone, hist, prev)
