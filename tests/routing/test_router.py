@@ -188,10 +188,11 @@ def test_relevance_floor_is_recomputed_for_an_allowed_subset(registry_dir: Path)
 
 
 class Recording(Reranker):
-    """A reranker that counts its calls and picks the first candidate."""
+    """A reranker that counts its calls and picks the first candidate (or, ``says_none``, finds none fits)."""
 
-    def __init__(self) -> None:
+    def __init__(self, says_none: bool = False) -> None:
         self.calls = 0
+        self.says_none = says_none
 
     def rerank(
         self,
@@ -201,7 +202,8 @@ class Recording(Reranker):
         previous: PreviousTurn | None = None,
     ) -> RerankResult:
         self.calls += 1
-        return RerankResult(scores=[0.0] * len(candidates), choice=candidates[0].qualified_name)
+        choice = None if self.says_none else candidates[0].qualified_name
+        return RerankResult(scores=[0.0] * len(candidates), choice=choice)
 
 
 def test_below_the_floor_the_reranker_is_asked_only_when_history_may_explain_the_request(registry_dir: Path) -> None:
@@ -510,20 +512,6 @@ def test_without_a_record_of_calls_the_router_finds_the_previous_tool_turn_itsel
     assert prev.tool == r.retrieve("list the dependabot alerts of acme/api")[0].key
 
 
-class SaysNone(Recording):
-    """A decision that finds no candidate fits."""
-
-    def rerank(
-        self,
-        query: str,
-        candidates: Sequence[Tool],
-        history: Sequence[dict[str, str]] = (),
-        previous: PreviousTurn | None = None,
-    ) -> RerankResult:
-        self.calls += 1
-        return RerankResult(scores=[0.0] * len(candidates), choice=None)
-
-
 def test_a_follow_up_the_decision_gives_no_tool_keeps_the_head_of_its_list(registry_dir: Path) -> None:
     from dataclasses import replace
 
@@ -531,9 +519,9 @@ def test_a_follow_up_the_decision_gives_no_tool_keeps_the_head_of_its_list(regis
     cfg = RouterConfig(synthetic=False, tau=0.0, min_dense=0.0, exemplars=False, always_escalate=True)
     hist = [{"role": "user", "content": "releases of acme/api?"}, {"role": "assistant", "content": "Two."}]
     prev = PreviousTurn("releases of acme/api?", "github__list_releases")
-    r = Router(tools, HashEmbedder(), cfg, SaysNone())
+    r = Router(tools, HashEmbedder(), cfg, Recording(says_none=True))
     res = r.route("and the ones before that?", hist, previous=prev)
     assert res.tool == res.candidates[0].key and res.decision == "escalated"
     assert r.route("list the releases of acme/web", hist, previous=prev).tool is None  # no follow-up: "none" holds
-    off = Router(tools, HashEmbedder(), replace(cfg, followup_none_fallback=False), SaysNone())
+    off = Router(tools, HashEmbedder(), replace(cfg, followup_none_fallback=False), Recording(says_none=True))
     assert off.route("and the ones before that?", hist, previous=prev).tool is None
