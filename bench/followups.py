@@ -38,7 +38,7 @@ from typing import Any
 from common import ROOT, SHARED
 
 from nexus_agent import defaults
-from nexus_agent.evaluation.args import replay
+from nexus_agent.evaluation.args import expected_names, replay
 from nexus_agent.evaluation.dialogues import PROFILE, load_dialogues
 from nexus_agent.evaluation.files import write_json
 from nexus_agent.evaluation.routing import load_eval
@@ -75,15 +75,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def gold_names(item: dict[str, Any]) -> set[str]:
-    """The accepted qualified names; empty for a no-tool item."""
-    if item.get("tool") is None:
-        return set()
-    server = item["server"]
-    alts = [a.replace("/", "__") if "/" in a else f"{server}__{a}" for a in item.get("alt_tools") or []]
-    return {f"{server}__{item['tool']}", *alts}
-
-
 def prose_turn(turn: dict[str, Any]) -> list[dict[str, str]]:
     """A dialogue turn as a chat app would keep it: the request and the answer, no call, no result."""
     return [{"role": "user", "content": turn["user"]}, {"role": "assistant", "content": turn.get("answer") or ""}]
@@ -102,7 +93,7 @@ def run_variant(router: Router, name: str, items: list[dict[str, Any]]) -> dict[
         t0 = time.perf_counter()
         res = router.route(it["query"], window, previous=previous)
         lat.append((time.perf_counter() - t0) * 1e3)
-        gold = gold_names(it)
+        gold = expected_names(it)
         pool = [c.key for c in res.candidates]
         ok = res.tool in gold if gold else res.tool is None
         hits += ok

@@ -26,7 +26,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,7 +37,8 @@ from nexus_agent.registry import Registry, load_registry
 
 PROFILE = "desktop_realistic"
 SPLIT_SEED = 20261203
-KINDS = ("pronoun", "ordinal", "same", "undo", "before", "switch", "smalltalk", "detail", "no-tool")
+Kind = Literal["pronoun", "ordinal", "same", "undo", "before", "switch", "smalltalk", "detail", "no-tool"]
+KINDS: tuple[str, ...] = get_args(Kind)
 
 
 class DialogueTurn(BaseModel):
@@ -57,7 +58,7 @@ class DialogueLine(BaseModel):
     query: str
     tool: str | None  # None: the request needs no tool (kind "no-tool")
     server: str | None = None
-    kind: Literal["pronoun", "ordinal", "same", "undo", "before", "switch", "smalltalk", "detail", "no-tool"]
+    kind: Kind
     turns: list[DialogueTurn] = Field(min_length=1, max_length=3)
     arguments: dict[str, Any] = Field(default_factory=dict)
     arg_contains: dict[str, list[str]] | None = None

@@ -292,18 +292,27 @@ class Router:
                     return PreviousTurn(request, qualified)
             if recorded:
                 continue
-            # no record of any call: what routing would pick for that request
+            # no record of any call: what routing would pick for that request, by the same relevance test
             text = for_retrieval(request, self.cfg.expand)
             qvec = self.embedder.embed_queries([text])[0]
             cands = self.retrieve(request, allowed, qvec=qvec)
-            if not cands or max(c.dense for c in cands[: self.cfg.pool]) < self.calibration.floor(allowed):
-                continue
-            if self.cfg.exemplars:
-                ex_sim, request_sim = self.calibration.nearest(qvec, allowed)
-                if looks_like_no_tool(ex_sim, max(cands[0].dense, request_sim)):
-                    continue
-            return PreviousTurn(request, cands[0].key)
+            if cands and self._relevance(qvec, cands[: self.cfg.pool], allowed)[0]:
+                return PreviousTurn(request, cands[0].key)
         return None
+
+    def _relevance(
+        self, qvec: F32, pool: Sequence[Candidate], allowed: set[str] | None
+    ) -> tuple[bool, bool, float | None]:
+        """(relevant, small talk, best cosine to a no-tool exemplar) for a request and its non-empty pool: relevant
+        when the pool's best dense score reaches the floor and the request is not nearer an exemplar (small talk)
+        than any tool or tool request (docs/measurements.md#relevance)."""
+        best_dense = max(c.dense for c in pool)
+        relevant = best_dense >= self.calibration.floor(allowed)
+        if not self.cfg.exemplars:
+            return relevant, False, None
+        ex_sim, request_sim = self.calibration.nearest(qvec, allowed)
+        small_talk = looks_like_no_tool(ex_sim, max(best_dense, request_sim))
+        return relevant and not small_talk, small_talk, ex_sim
 
     def follow_up(self, query: str, history: Sequence[dict[str, str]], previous: PreviousTurn | None) -> bool:
         """Whether ``query`` is routed as a follow-up of ``previous`` (history, a cue word, the switch on)."""
@@ -346,14 +355,7 @@ class Router:
         points_back = self.cfg.escalate_back_references and bool(history) and refers_back(query)
         points_back = points_back or (following is not None and self.cfg.followup_escalate)
         escalate = self.cfg.always_escalate or (self.cfg.gate and (not gate.decide(margin) or points_back or reordered))
-        best_dense = max(c.dense for c in pool)
-        relevant = best_dense >= self.calibration.floor(allowed)
-        ex_sim = None
-        small_talk = False
-        if self.cfg.exemplars:
-            ex_sim, request_sim = self.calibration.nearest(qvec, allowed)
-            small_talk = looks_like_no_tool(ex_sim, max(best_dense, request_sim))
-            relevant = relevant and not small_talk
+        relevant, small_talk, ex_sim = self._relevance(qvec, pool, allowed)
         # Below the floor nothing fits, and the LLM reranker, asked to choose among candidates, tends to choose
         # one anyway (docs/measurements.md#relevance). With history the request may lean on earlier turns ("open
         # a PR there") that the reranker sees and the embedding does not, so it decides; but not when the request
@@ -376,14 +378,14 @@ class Router:
     def _keep_related(self, pool: list[Candidate], cands: list[Candidate], previous: PreviousTurn) -> list[Candidate]:
         """``pool`` with the previous tool and its closest siblings in it (they replace the pool's tail): the
         decision can only pick what it is shown."""
-        want = [previous.tool, *self._siblings(self.tools[previous.tool])][: self.cfg.followup_keep]
+        related = [previous.tool, *self._siblings(self.tools[previous.tool])]
+        want = related[: self.cfg.followup_keep]
         have = {c.key for c in pool}
         extra = [c for c in cands if c.key in want and c.key not in have]
         if extra:
             pool = pool[: max(0, len(pool) - len(extra))] + extra
         if self.cfg.followup_related_first:
             # listed first, so the decision reads them described (llm_choice describes the first ten)
-            related = {previous.tool, *self._siblings(self.tools[previous.tool])}
             pool = [c for c in pool if c.key in related] + [c for c in pool if c.key not in related]
         return pool
 

@@ -69,7 +69,7 @@ HISTORY_MESSAGES = 2
 FOLLOW_UP_HISTORY_MESSAGES = 4
 
 
-def follow_up_hint(previous: PreviousTurn, shown: str) -> str:
+def follow_up_hint(shown: str) -> str:
     """What a follow-up's prompt says about the call it follows (``shown``: that tool as the list names it)."""
     return (
         f"The request follows the call of {shown}: more results, another page or the same for something else → "
@@ -99,7 +99,7 @@ def build_messages(
         user += f"Earlier conversation:\n{ctx}\n\n"
     keys = [t.qualified_name for t in candidates]
     if previous is not None and previous.tool in keys:
-        user += follow_up_hint(previous, names[keys.index(previous.tool)]) + "\n\n"
+        user += follow_up_hint(names[keys.index(previous.tool)]) + "\n\n"
     user += f"Request: {query}\nWhich tool?"
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
 
@@ -110,7 +110,6 @@ class LLMChoiceReranker(Reranker):
 
     def __init__(self, model: str = defaults.CHAT_MODEL, n_threads: int = 2, llm: DecisionLLM | None = None) -> None:
         self.llm = llm or standalone_llm(model, n_threads)
-        self.history_messages = HISTORY_MESSAGES
         # ChatML's <|im_end|> ends the name where the vocabulary has it; models without it end on EOS/newline.
         im_end = self.llm.tokenize("<|im_end|>")
         ends = {self.llm.eos(), *self.llm.tokenize("\n"), *(im_end if len(im_end) == 1 else [])}
@@ -131,9 +130,7 @@ class LLMChoiceReranker(Reranker):
         previous: PreviousTurn | None = None,
     ) -> RerankResult:
         names = display_names(candidates)
-        n_messages = (
-            self.history_messages if previous is None else max(self.history_messages, FOLLOW_UP_HISTORY_MESSAGES)
-        )
+        n_messages = HISTORY_MESSAGES if previous is None else FOLLOW_UP_HISTORY_MESSAGES
         prompt = self.llm.render(build_messages(query, candidates, history, n_messages, previous))
         fsm = TokenNameFSM([*names, NONE], self.llm.tokenize, self._end)
         first_logits: list[np.ndarray] = []
