@@ -35,6 +35,33 @@ def bench_scan(
     k: int = 0,
     isa: str | None = None,
 ) -> float: ...
+def rope_shift_f16(
+    k: npt.NDArray[np.uint16],
+    deltas: npt.NDArray[np.int32],
+    n_rot: int,
+    head_dim: int,
+    n_head_kv: int,
+    rope_type: int,
+    freq_base: float,
+    freq_scale: float = 1.0,
+    ext_factor: float = 0.0,
+    attn_factor: float = 1.0,
+    beta_fast: float = 32.0,
+    beta_slow: float = 1.0,
+    n_ctx_orig: int = 0,
+    freq_factors: npt.NDArray[np.float32] | None = None,
+) -> None: ...
+def write_v_trans(
+    dst: bytearray | memoryview | npt.NDArray[Any],
+    dst_offset: int,
+    n_embd_v: int,
+    total_cells: int,
+    cell_offset: int,
+    src: npt.NDArray[np.uint16],
+) -> None: ...
+def read_v_trans(
+    src_buffer: bytes | bytearray | memoryview | npt.NDArray[Any], src_offset: int, n_embd_v: int, total_cells: int
+) -> npt.NDArray[np.uint16]: ...
 
 @final
 class Block:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -20,17 +20,23 @@ from nexus_agent import _native
 from nexus_agent._native import Block, BuddyAllocator, available_isas, isa, set_isa
 
 __all__ = [
+    "ROPE_NEOX",
+    "ROPE_NORM",
     "Block",
     "BuddyAllocator",
     "Int8RowStore",
+    "RopeParams",
     "TopK",
     "available_isas",
     "block_array",
     "isa",
     "quantize_i8",
+    "read_v_trans",
+    "rope_shift_f16",
     "scan",
     "scan_topk",
     "set_isa",
+    "write_v_trans",
 ]
 
 _ScalarT = TypeVar("_ScalarT", bound=np.generic)
@@ -236,3 +242,99 @@ class Int8RowStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# ---------------------------------------------------------------- KV splice kernels
+
+ROPE_NORM = 0  # llama.cpp LLAMA_ROPE_TYPE_NORM: adjacent pairs (2i, 2i+1) rotate (llama, mistral, ...)
+ROPE_NEOX = 2  # llama.cpp LLAMA_ROPE_TYPE_NEOX: halves (i, i + n_rot/2) rotate (qwen2, gemma, phi3, ...)
+
+
+@dataclass(frozen=True)
+class RopeParams:
+    """The RoPE parameters of one KV-cache section, as llama.cpp's K-shift uses them.
+
+    n_rot: rotated dims per head (even, <= head_dim); head_dim: elements per head; n_head_kv: heads per K row;
+    rope_type: ROPE_NORM or ROPE_NEOX (``llama_model_rope_type``); freq_base / freq_scale: the section's rope
+    base and scale (context values: the sliding-window layers of iSWA models have their own); ext_factor,
+    attn_factor, beta_fast, beta_slow, n_ctx_orig: the context's YaRN settings (``cparams.yarn_*``,
+    ``n_ctx_orig_yarn``), which only matter when ext_factor != 0; freq_factors: the model's ``rope_freqs``
+    (n_rot/2 values) or None. Float values are used as float32, as llama.cpp holds them.
+    """
+
+    n_rot: int
+    head_dim: int
+    n_head_kv: int
+    rope_type: int
+    freq_base: float
+    freq_scale: float = 1.0
+    ext_factor: float = 0.0
+    attn_factor: float = 1.0
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    n_ctx_orig: int = 0
+    freq_factors: tuple[float, ...] | None = None
+
+    @property
+    def row_elems(self) -> int:
+        """Elements of one K row (a cell of one layer): n_head_kv * head_dim."""
+        return self.n_head_kv * self.head_dim
+
+
+def rope_shift_f16(k: npt.NDArray[np.uint16], deltas: int | npt.ArrayLike, rope: RopeParams) -> None:
+    """Re-anchor F16 K rows in place: rotate each row by its position delta, bit-exact with llama.cpp's K-shift.
+
+    k: writable uint16 array (n_cells, width) holding f16 bits (``blob_k_rows.view(np.uint16)``), width >=
+    ``rope.row_elems``; rows may be strided, the inner dimension must be contiguous. Elements past
+    ``row_elems`` and the last head_dim - n_rot dims of every head are left as they are.
+    deltas: one int for every row, or int32-convertible (n_cells,) per-row deltas in positions (new - old).
+    Raises ValueError on a bad argument. Releases the GIL while rotating.
+    """
+    n_rows = int(k.shape[0]) if k.ndim >= 1 else 0
+    if isinstance(deltas, int | np.integer):
+        d = np.full(n_rows, int(deltas), dtype=np.int32)
+    else:
+        d = np.ascontiguousarray(deltas, dtype=np.int32)
+    ff = None if rope.freq_factors is None else np.asarray(rope.freq_factors, dtype=np.float32)
+    _native.rope_shift_f16(
+        k,
+        d,
+        rope.n_rot,
+        rope.head_dim,
+        rope.n_head_kv,
+        rope.rope_type,
+        rope.freq_base,
+        freq_scale=rope.freq_scale,
+        ext_factor=rope.ext_factor,
+        attn_factor=rope.attn_factor,
+        beta_fast=rope.beta_fast,
+        beta_slow=rope.beta_slow,
+        n_ctx_orig=rope.n_ctx_orig,
+        freq_factors=ff,
+    )
+
+
+def write_v_trans(
+    dst: bytearray | memoryview | npt.NDArray[Any],
+    dst_offset: int,
+    n_embd_v: int,
+    total_cells: int,
+    cell_offset: int,
+    src: npt.NDArray[np.uint16],
+) -> None:
+    """Write token-major F16 V rows into llama.cpp's transposed V layout (flash attention off).
+
+    The region starts at byte ``dst_offset`` of the writable C-contiguous buffer ``dst`` and is ``n_embd_v`` runs
+    of ``total_cells`` f16 elements (element (d, c) at byte dst_offset + 2*(d*total_cells + c)). ``src``: uint16
+    (n_cells, n_embd_v), inner dimension contiguous; row c lands in column cell_offset + c. Raises ValueError,
+    writing nothing, on a bad argument (region past the buffer, columns past total_cells, src overlapping it).
+    """
+    _native.write_v_trans(dst, dst_offset, n_embd_v, total_cells, cell_offset, src)
+
+
+def read_v_trans(
+    src_buffer: bytes | bytearray | memoryview | npt.NDArray[Any], src_offset: int, n_embd_v: int, total_cells: int
+) -> npt.NDArray[np.uint16]:
+    """Read llama.cpp's transposed F16 V region (``n_embd_v`` runs of ``total_cells`` elements at byte
+    ``src_offset`` of a C-contiguous buffer) as a new token-major uint16 array (total_cells, n_embd_v)."""
+    return _native.read_v_trans(src_buffer, src_offset, n_embd_v, total_cells)

@@ -208,6 +208,29 @@ def _load_file(path: Path, server: str, into: dict[str, Tool]) -> None:
         into[tool.qualified_name] = tool
 
 
+def tool_files(path: str | Path) -> list[tuple[Path, str]]:
+    """Every tool JSON file under ``path`` with the server it belongs to: a file (server: its folder's name), a
+    folder of files (server: the folder's name) or a registry folder (``<server>/<tool>.json``)."""
+    root = Path(path).expanduser()
+    if root.is_file():
+        return [(root, root.parent.name)]
+    if not root.is_dir():
+        raise RegistryError(f"{root}: no such file or folder")
+    out: list[tuple[Path, str]] = []
+    for d in sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith((".", "_"))):
+        out += [(f, d.name) for f in sorted(d.glob("*.json")) if not f.name.startswith("_")]
+    top = sorted(f for f in root.glob("*.json") if not f.name.startswith("_") and f.name not in _METADATA_FILES)
+    out += [(f, root.name) for f in top]
+    return out
+
+
+def load_file(path: Path, server: str) -> list[Tool]:
+    """The tools of one JSON file (one Tool, a list, or a ``tools/list`` result); RegistryError names the file."""
+    into: dict[str, Tool] = {}
+    _load_file(path, server, into)
+    return list(into.values())
+
+
 def load_registry(path: str | Path) -> Registry:
     """Load either layout (see module docstring). Raises :class:`RegistryError` on any malformed file."""
     root = Path(path).expanduser()

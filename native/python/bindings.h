@@ -7,5 +7,6 @@ namespace nexus::python {
 
 void bind_scan(pybind11::module_& m);   // bind_scan.cpp: INT8 scan, top-k, ISA dispatch, bench helper
 void bind_alloc(pybind11::module_& m);  // bind_alloc.cpp: BuddyAllocator and Block (buffer protocol)
+void bind_splice(pybind11::module_& m);  // bind_splice.cpp: RoPE re-anchoring of F16 K rows, transposed-V copies
 
 }  // namespace nexus::python

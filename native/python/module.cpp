@@ -3,7 +3,8 @@
 #include "bindings.h"
 
 PYBIND11_MODULE(_native, m) {
-    m.doc() = "Nexus Agent native core: INT8 SLB scan kernels with runtime ISA dispatch, top-k, buddy allocator.";
+    m.doc() = "Nexus Agent native core: INT8 SLB scan kernels with runtime ISA dispatch, top-k, buddy allocator, KV splice kernels.";
     nexus::python::bind_scan(m);
     nexus::python::bind_alloc(m);
+    nexus::python::bind_splice(m);
 }

@@ -19,7 +19,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -58,6 +58,8 @@ class AgentConfig(BaseModel):
     n_threads: int = Field(default=2, ge=1)
     tool_timeout_s: float = Field(default=60.0, gt=0)
     window_turns: int = Field(default=4, ge=0)
+    # compiled tool blocks for the routing decision's candidate lines: auto | on | off (docs/atb-format.md)
+    splice: Literal["auto", "on", "off"] = "auto"
 
 
 class NexusAgent:
@@ -110,7 +112,9 @@ class NexusAgent:
         self.engine = await asyncio.to_thread(
             Engine, EngineConfig(model=self.cfg.model, n_ctx=self.cfg.n_ctx, n_threads=self.cfg.n_threads)
         )
-        self.router = await asyncio.to_thread(build_router, list(self._tools.values()), self.engine, self.cfg.embedder)
+        self.router = await asyncio.to_thread(
+            build_router, list(self._tools.values()), self.engine, self.cfg.embedder, defaults.RERANKER, self.cfg.splice
+        )
         hub.add_tools_listener(self._on_tools_changed)
 
     async def aclose(self) -> None:

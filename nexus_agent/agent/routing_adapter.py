@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from nexus_agent import defaults
 from nexus_agent.agent.turn import RouteOutcome
@@ -61,8 +61,10 @@ def build_router(
     engine: Engine | None,
     embedder: str = DEFAULT_EMBEDDER,
     reranker: str | None = defaults.RERANKER,
+    splice: Literal["auto", "on", "off"] = "auto",
 ) -> AgentRouter:
-    """A router over ``tools``; escalations go to ``reranker`` running on ``engine`` (None: retrieval only)."""
+    """A router over ``tools``; escalations go to ``reranker`` running on ``engine`` (None: retrieval only).
+    ``splice``: compiled blocks for the decision's candidate lines."""
     decision = reranker if reranker and engine is not None else "none"
-    options = RouterOptions(embedder=embedder, reranker=decision)
+    options = RouterOptions(embedder=embedder, reranker=decision, splice=splice)
     return AgentRouter(router.build_router(list(tools), options, engine, embedder=shared_embedder(embedder)))

@@ -22,6 +22,9 @@ def eval_args(
     limit: int | None = typer.Option(None, "--limit", help="first N items only"),
     split: str | None = typer.Option(None, "--split", help="only the items of this split (dialogues: tune, check)"),
     n_ctx: int = typer.Option(8192, "--n-ctx"),
+    splice: str = typer.Option(
+        "auto", "--splice", help="compiled tool blocks for the routing decision: auto, on (compile missing ones), off"
+    ),
 ) -> None:
     """Route and write arguments for every item; check them BFCL-style."""
     from nexus_agent.agent.routing_adapter import build_router
@@ -30,6 +33,9 @@ def eval_args(
     from nexus_agent.evaluation.files import write_json
     from nexus_agent.registry import RegistryError, load_registry
 
+    if splice not in ("auto", "on", "off"):
+        _err.print(f"[red]error:[/red] --splice must be auto, on or off, not {splice!r}")
+        raise typer.Exit(2)
     try:
         items = load_items(eval_file)
         reg = load_registry(registry)
@@ -46,11 +52,12 @@ def eval_args(
         items = items[:limit]
     engine = Engine(EngineConfig(model=model or defaults.CHAT_MODEL, n_ctx=n_ctx))
     try:
-        router = build_router(tools, engine, embedder)
+        router = build_router(tools, engine, embedder, splice=splice)  # type: ignore[arg-type]  # checked above
         summary, results = run_eval(items, tools, router, engine)
     finally:
         engine.close()
     summary["model"] = model or defaults.CHAT_MODEL
+    summary["splice"] = splice
     lo, hi = summary["end_to_end_accuracy_ci95"]
     print(
         f"eval-args n={summary['n']} routing={summary['routing_accuracy']:.3f} "

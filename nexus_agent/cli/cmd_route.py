@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -15,6 +16,18 @@ if TYPE_CHECKING:
     from nexus_agent.routing.router import Router
 
 _D = RouterOptions()  # the defaults of every flag below
+
+
+class Splice(StrEnum):
+    """--splice: typer checks the value against these."""
+
+    auto = "auto"
+    on = "on"
+    off = "off"
+
+
+_SPLICE_DEFAULT = Splice(_D.splice)
+
 
 RegistryOpt = Annotated[Path, typer.Option("--registry", help="registry folder (<server>/<tool>.json) or tool folder")]
 ProfileOpt = Annotated[str | None, typer.Option("--profile", help="profile name from profiles.json (default: all)")]
@@ -30,6 +43,10 @@ SynthOpt = Annotated[
 ]
 HybridOpt = Annotated[bool, typer.Option("--hybrid/--no-hybrid", help="fuse BM25 with dense retrieval")]
 ThreadsOpt = Annotated[int, typer.Option("--threads", help="CPU threads for the models")]
+SpliceOpt = Annotated[
+    Splice,
+    typer.Option("--splice", help="compiled tool blocks for the LLM decision: auto, on (compile missing ones), off"),
+]
 
 
 def _router(registry: Path, profile: str | None, options: RouterOptions) -> tuple[Registry, list[Tool], Router]:
@@ -44,7 +61,8 @@ def _router(registry: Path, profile: str | None, options: RouterOptions) -> tupl
 
 def _options(params: dict[str, object]) -> RouterOptions:
     """The router options among a command's parameters (``locals()``): both commands declare the same option set."""
-    return RouterOptions.model_validate({k: v for k, v in params.items() if k in RouterOptions.model_fields})
+    own = {k: (v.value if isinstance(v, Enum) else v) for k, v in params.items() if k in RouterOptions.model_fields}
+    return RouterOptions.model_validate(own)
 
 
 def register(app: typer.Typer) -> None:
@@ -64,6 +82,7 @@ def register(app: typer.Typer) -> None:
         top: Annotated[int, typer.Option("--top", help="candidates to print")] = 10,
         as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
         threads: ThreadsOpt = _D.threads,
+        splice: SpliceOpt = _SPLICE_DEFAULT,
     ) -> None:
         """Rank the tools for QUERY and show the gate's decision (auto, escalated or no-tool)."""
         _, _, router = _router(registry, profile, _options(locals()))
@@ -102,6 +121,7 @@ def register(app: typer.Typer) -> None:
         hybrid: HybridOpt = _D.hybrid,
         limit: Annotated[int | None, typer.Option("--limit", help="only the first N lines")] = None,
         threads: ThreadsOpt = _D.threads,
+        splice: SpliceOpt = _SPLICE_DEFAULT,
     ) -> None:
         """Evaluate routing on an eval set; prints a one-line summary and writes the JSON summary."""
         from nexus_agent.evaluation.files import write_json
@@ -119,6 +139,7 @@ def register(app: typer.Typer) -> None:
                 "reranker": reranker,
                 "profile": profile,
                 "seed": seed,
+                "splice": splice.value,
             }
         )
         write_json(json_out, summary)

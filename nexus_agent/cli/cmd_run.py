@@ -227,18 +227,30 @@ def run(
     model: str | None = typer.Option(None, "--model", help="short name or GGUF path"),
     embedder: str = typer.Option(DEFAULT_EMBEDDER, "--embedder", help="minilm-tools, minilm, nomic or st"),
     n_ctx: int = typer.Option(8192, "--n-ctx", help="context size in tokens"),
+    splice: str = typer.Option(
+        "auto", "--splice", help="compiled tool blocks for the routing decision: auto, on (compile missing ones), off"
+    ),
 ) -> None:
     """Run the agent against MCP servers."""
     from nexus_agent.agent.api import DEFAULT_MODEL, AgentConfig
     from nexus_agent.mcp import ConfigError, MCPClientError
     from nexus_agent.models import ModelError
 
+    if splice not in ("auto", "on", "off"):
+        _err.print(f"[red]error:[/red] --splice must be auto, on or off, not {splice!r}")
+        raise typer.Exit(2)
     if not mcp and config is None:
         _err.print("[red]error:[/red] give --mcp PRESET (e.g. --mcp github) and/or --config FILE")
         raise typer.Exit(2)
     try:
         cfg = AgentConfig(
-            model=model or DEFAULT_MODEL, mcp=mcp, config_file=config, yes=yes, embedder=embedder, n_ctx=n_ctx
+            model=model or DEFAULT_MODEL,
+            mcp=mcp,
+            config_file=config,
+            yes=yes,
+            embedder=embedder,
+            n_ctx=n_ctx,
+            splice=splice,
         )
     except ValidationError as e:
         _err.print(f"[red]error:[/red] bad option: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}")

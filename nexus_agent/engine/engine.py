@@ -6,6 +6,10 @@ Sequences of the single context (``kv_unified`` so they can share cells):
 * ``SIDECAR`` (1): a temporary sequence that starts at position 0 each turn (pruned window, routing
   validation, answers without a tool call); freed after use.
 * ``SCRATCH`` (2): short-lived scoring (rerankers, TTFT arms).
+* ``COMPILE`` (3) and ``PROBE`` (5): compiling tool blocks (the header, then one block at a time).
+* ``SPLICE`` (4): where a spliced blob lands before ``seq_cp`` moves its cells into the target sequence.
+* ``TEMP_SEQS`` (8..39): one per run of tokens re-decoded inside a spliced region (llama.cpp wants each
+  sequence's batch positions to continue its stored ones, so a run in the middle gets its own copy of the prefix).
 
 Each sequence remembers the tokens it holds, so a new prompt only decodes what differs from the cached
 prefix (exact-token longest common prefix). Serialising a whole turn under one lock, rather than each
@@ -26,9 +30,11 @@ import numpy.typing as npt
 from nexus_agent import defaults
 from nexus_agent.llm import ContextConfig, LlamaContext, LlamaModel, Sampler
 from nexus_agent.models import resolve
+from nexus_agent.splice.atb import ModelFingerprint
 
-MAIN, SIDECAR, SCRATCH = 0, 1, 2
-N_SEQ = 4
+MAIN, SIDECAR, SCRATCH, COMPILE, SPLICE, PROBE = 0, 1, 2, 3, 4, 5
+TEMP_SEQS = tuple(range(8, 40))
+N_SEQ = 40
 
 TokenCallback = Callable[[str], None]
 
@@ -70,6 +76,9 @@ def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
 class _SeqCache:
     tokens: list[int] = field(default_factory=list)
     pinned: int = 0  # leading tokens that free() keeps (see Engine.pin)
+    # Leading tokens whose KV is exactly what a text prefill computes; past it the KV came from a splice and only
+    # a caller that continues that same spliced prompt may reuse it (prefill(reuse_approx=True)).
+    exact: int = 0
 
 
 class Engine:
@@ -92,6 +101,10 @@ class Engine:
         )
         self._lock = threading.RLock()
         self._seqs = [_SeqCache() for _ in range(N_SEQ)]
+        self._fingerprint: ModelFingerprint | None = None
+        # CPU only today: a discrete GPU's KV is not host memory, and the splicer declines there
+        self.n_gpu_layers = 0
+        self.unified_memory = True
 
     def close(self) -> None:
         with self._lock:
@@ -118,6 +131,35 @@ class Engine:
             else:
                 self.ctx.seq_rm(seq)
             cache.tokens = cache.tokens[: cache.pinned]
+            cache.exact = min(cache.exact, cache.pinned)
+
+    # -- what the splicer (engine/splice.py) needs of a sequence's record
+    def seq_cache(self, seq: int) -> _SeqCache:
+        return self._seqs[seq]
+
+    def truncate(self, seq: int, n: int) -> None:
+        """Keep the first ``n`` tokens of ``seq`` (KV and record)."""
+        with self._lock:
+            cache = self._seqs[seq]
+            self.ctx.seq_rm(seq, n, -1)
+            cache.tokens = cache.tokens[:n]
+            cache.pinned = min(cache.pinned, n)
+            cache.exact = min(cache.exact, n)
+
+    def set_record(self, seq: int, tokens: list[int], exact: int) -> None:
+        """After a splice: ``seq`` holds ``tokens``, with exact KV for the first ``exact`` of them."""
+        cache = self._seqs[seq]
+        cache.tokens = list(tokens)
+        cache.exact = min(exact, len(tokens))
+        cache.pinned = min(cache.pinned, cache.exact)
+
+    def fingerprint(self) -> ModelFingerprint:
+        """The running model's .atb fingerprint (computed once: it hashes the whole vocabulary)."""
+        if self._fingerprint is None:
+            from nexus_agent.engine.splice import fingerprint_of
+
+            self._fingerprint = fingerprint_of(self.model)
+        return self._fingerprint
 
     def pin(self, seq: int, n_tokens: int) -> None:
         """Keep the first ``n_tokens`` that ``seq`` holds through :meth:`free`, until a prompt differs within them.
@@ -130,15 +172,19 @@ class Engine:
             cache = self._seqs[seq]
             cache.pinned = max(0, min(n_tokens, len(cache.tokens)))
 
-    def prefill(self, tokens: list[int], seq: int = MAIN, n_logits: int = 1) -> int:
+    def prefill(self, tokens: list[int], seq: int = MAIN, n_logits: int = 1, reuse_approx: bool = False) -> int:
         """Make ``seq`` hold exactly ``tokens``, decoding only what differs from its cached prefix.
 
         Returns how many tokens were reused. At least the last token is always re-decoded so its logits
-        are fresh for sampling.
+        are fresh for sampling. Spliced KV is reused only with ``reuse_approx`` (a caller continuing the
+        spliced prompt it made); otherwise the reuse stops where the exact KV ends.
         """
         with self._lock:
             cache = self._seqs[seq]
-            n = max(0, min(common_prefix_len(cache.tokens, tokens), len(tokens) - 1))
+            shared = common_prefix_len(cache.tokens, tokens)
+            if not reuse_approx:
+                shared = min(shared, cache.exact)
+            n = max(0, min(shared, len(tokens) - 1))
             if n < len(cache.tokens):
                 self.ctx.seq_rm(seq, n, -1)
             cache.tokens = cache.tokens[:n]
@@ -150,6 +196,7 @@ class Engine:
                 self.ctx.seq_rm(seq, n, -1)
                 raise
             cache.tokens = list(tokens)
+            cache.exact = len(tokens) if cache.exact >= n else cache.exact
             return n
 
     def generate(
@@ -200,11 +247,15 @@ class Engine:
                         on_token(s)
                     if i + 1 < max_tokens:  # the last token needs no logits: nothing samples after it
                         self.ctx.decode([tok], pos, seq=seq)
-                        self._seqs[seq].tokens.append(tok)
+                        cache = self._seqs[seq]
+                        if cache.exact == len(cache.tokens):
+                            cache.exact += 1
+                        cache.tokens.append(tok)
                         pos += 1
             if not keep:
                 self.ctx.seq_rm(seq, len(prompt), -1)
                 self._seqs[seq].tokens = list(prompt)
+                self._seqs[seq].exact = min(self._seqs[seq].exact, len(prompt))
             return Generation(out, text, len(prompt), reused, ttft, (time.perf_counter() - t0) * 1000, stopped)
 
     def next_logits(self, prompt: list[int], seq: int = SCRATCH) -> npt.NDArray[np.float32]:

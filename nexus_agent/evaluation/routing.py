@@ -107,6 +107,7 @@ def summarize(results: Sequence[ItemResult], pool: int) -> dict[str, Any]:
     none_items = [r for r in results if not r.item.gold]
     lat = [r.result.latency_ms for r in results]
     lat_auto = [r.result.latency_ms for r in results if not r.result.escalated]
+    decided = [r.result.decision_ms for r in results if r.result.decision_ms is not None]
     nt = max(1, len(tool_items))
     out: dict[str, Any] = {
         "n": n,
@@ -119,6 +120,9 @@ def summarize(results: Sequence[ItemResult], pool: int) -> dict[str, Any]:
         "latency_ms_p50": percentile(lat, 50),
         "latency_ms_p95": percentile(lat, 95),
         "latency_ms_p50_auto": percentile(lat_auto, 50),
+        # median wall time of the LLM decision over the requests that asked it (None when none did)
+        "decision_ms_p50": percentile(decided, 50) if decided else None,
+        "n_decisions": len(decided),
         "pool": pool,
     }
     if none_items:

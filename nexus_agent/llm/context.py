@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -131,6 +132,41 @@ class LlamaContext:
             i += nb
         return np.stack(outs) if outs else None
 
+    def decode_batch(
+        self, tokens: Sequence[int], positions: Sequence[int], seqs: Sequence[int], logits_last: bool = True
+    ) -> np.ndarray | None:
+        """Decode tokens at explicit positions and sequences in batches of ``n_batch`` (llama.cpp requires each
+        sequence's positions in a batch to continue its stored ones without gaps: callers order them).
+
+        Returns the float32 logits [n_vocab] of the last token when ``logits_last``.
+        """
+        n = len(tokens)
+        if not (n == len(positions) == len(seqs)):
+            raise ValueError(f"decode_batch: {n} tokens, {len(positions)} positions, {len(seqs)} sequences")
+        if n == 0:
+            return None
+        for s in set(seqs):
+            self._check_seq(s)
+        if min(positions) < 0 or max(positions) >= self.n_ctx:
+            raise ValueError(f"positions {min(positions)}..{max(positions)} do not fit the context of {self.n_ctx}")
+        b = self._batch
+        out: np.ndarray | None = None
+        for i in range(0, n, self.cfg.n_batch):
+            nb = min(self.cfg.n_batch, n - i)
+            b.n_tokens = nb
+            for j in range(nb):
+                b.token[j] = tokens[i + j]
+                b.pos[j] = positions[i + j]
+                b.n_seq_id[j] = 1
+                b.seq_id[j][0] = seqs[i + j]
+                b.logits[j] = 1 if (logits_last and i + j == n - 1) else 0
+            rc = L.llama_decode(self.handle, b)
+            if rc != 0:
+                raise DecodeError(f"llama_decode returned {rc} for a batch of {nb} tokens at positions {positions[i]}…")
+            if logits_last and i + nb == n:
+                out = self.logits_ith(nb - 1)
+        return out
+
     def logits_ith(self, i: int) -> np.ndarray:
         """A copy of the logits row of output ``i`` of the last batch, float32 [n_vocab]."""
         p = L.llama_get_logits_ith(self.handle, i)
@@ -190,9 +226,13 @@ class LlamaContext:
             raise RuntimeError(f"state of sequence {seq}: wrote {written} of {n} bytes")
         return bytes(buf)
 
-    def set_seq_state(self, blob: bytes, seq: int, flags: int = 0) -> None:
-        """Replace sequence ``seq`` with ``blob`` (llama.cpp removes the sequence first; it cannot append)."""
+    def set_seq_state(self, blob: bytes | bytearray | np.ndarray, seq: int, flags: int = 0) -> None:
+        """Replace sequence ``seq`` with ``blob`` (llama.cpp removes the sequence first; it cannot append).
+
+        ``blob``: bytes, or a writable bytearray / contiguous uint8 array, which is read in place (no copy)."""
         self._check_seq(seq)
-        buf = (ctypes.c_uint8 * len(blob)).from_buffer_copy(blob)
-        if L.llama_state_seq_set_data_ext(self.handle, buf, len(blob), seq, flags) == 0:
-            raise RuntimeError(f"llama.cpp rejected a {len(blob)}-byte state blob for sequence {seq}")
+        view = memoryview(blob.data if isinstance(blob, np.ndarray) else blob)
+        n = view.nbytes
+        buf = (ctypes.c_uint8 * n).from_buffer_copy(view) if view.readonly else (ctypes.c_uint8 * n).from_buffer(view)
+        if L.llama_state_seq_set_data_ext(self.handle, buf, n, seq, flags) == 0:
+            raise RuntimeError(f"llama.cpp rejected a {n}-byte state blob for sequence {seq}")

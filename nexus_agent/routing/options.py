@@ -87,6 +87,8 @@ class RouterOptions(BaseModel):
     synthetic: bool | None = _CONFIG.synthetic
     hybrid: bool = _CONFIG.hybrid
     threads: int = 2  # CPU threads of a standalone LLM decision (embedders run single-threaded: short inputs)
+    # compiled tool blocks for the LLM decision's candidate lines (docs/atb-format.md): auto | on | off
+    splice: Literal["auto", "on", "off"] = "auto"
 
     def config(self, tuning: RouterConfig | None = None) -> RouterConfig:
         """``tuning`` (default ``RouterConfig()``) with these options' pipeline knobs set."""

@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from nexus_agent import defaults
 from nexus_agent.engine import SIDECAR, Engine
+from nexus_agent.engine.blocks import SpliceConfig
 from nexus_agent.registry import Tool
 from nexus_agent.routing.calibration import Calibration
 from nexus_agent.routing.embedders import create_embedder
@@ -43,6 +44,7 @@ from nexus_agent.routing.query import for_retrieval, is_question, refers_back
 from nexus_agent.routing.relevance import looks_like_no_tool
 from nexus_agent.routing.rerank import create_reranker, reranker_class
 from nexus_agent.routing.rerank.base import Reranker
+from nexus_agent.routing.rerank.llm import standalone_llm
 from nexus_agent.routing.rerank.session import PrefixCachedLLM
 from nexus_agent.routing.slb import SLB
 
@@ -82,6 +84,7 @@ class RouteResult:
     rerank_scores: list[float] = field(default_factory=list)
     escalated: bool = False  # the gate sent it to the reranker (its outcome may still be no-tool)
     exemplar_similarity: float | None = None  # best cosine to a no-tool exemplar (None: exemplars off)
+    decision_ms: float | None = None  # wall time of the reranker's decision (None: it was not asked)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -366,14 +369,16 @@ class Router:
             ms = (time.perf_counter() - t0) * 1e3
             return RouteResult(pool, decision, tool, margin, ms, escalated=escalate, exemplar_similarity=ex_sim)
         hint = following if self.cfg.followup_hint else None
+        t_decide = time.perf_counter()
         res = self.reranker.rerank(query, [self.tools[c.key] for c in pool], history, previous=hint)
+        decision_ms = (time.perf_counter() - t_decide) * 1e3
         choice = res.choice
         if choice is None and following is not None and self.cfg.followup_none_fallback:
             # a follow-up that passed the small-talk test leans on a tool turn: "none" is the small model's doubt
             choice = pool[0].key
         decision = "escalated" if choice is not None else "no-tool"
         ms = (time.perf_counter() - t0) * 1e3
-        return RouteResult(pool, decision, choice, margin, ms, res.scores, True, ex_sim)
+        return RouteResult(pool, decision, choice, margin, ms, res.scores, True, ex_sim, decision_ms)
 
     def _keep_related(self, pool: list[Candidate], cands: list[Candidate], previous: PreviousTurn) -> list[Candidate]:
         """``pool`` with the previous tool and its closest siblings in it (they replace the pool's tail): the
@@ -401,9 +406,11 @@ def create_decision(options: RouterOptions, engine: Engine | None = None) -> Rer
         return None
     if not reranker_class(name).uses_llm:
         return create_reranker(name, model=options.reranker_model)
+    splice = SpliceConfig(mode=options.splice)
     if engine is not None:
-        return create_reranker(name, llm=PrefixCachedLLM(engine=engine, seq=SIDECAR))
-    return create_reranker(name, model=options.reranker_model or defaults.CHAT_MODEL, n_threads=options.threads)
+        return create_reranker(name, llm=PrefixCachedLLM(engine=engine, seq=SIDECAR, splice=splice))
+    model = options.reranker_model or defaults.CHAT_MODEL
+    return create_reranker(name, llm=standalone_llm(model, options.threads, splice))
 
 
 def build_router(

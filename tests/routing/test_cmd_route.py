@@ -38,7 +38,7 @@ def test_route_passes_every_flag(built: list[RouterOptions], registry_dir: Path)
     assert built[-1] == RouterOptions()  # every flag's default is the options' default
     assert {"candidates", "decision", "tool", "margin", "tau"} <= json.loads(res.output).keys()
     flags = ["--embedder", "minilm", "--embedder-model", "m", "--reranker", "none", "--reranker-model", "r"]
-    flags += ["--pool", "7", "--no-gate", "--no-synthetic", "--no-hybrid", "--threads", "1"]
+    flags += ["--pool", "7", "--no-gate", "--no-synthetic", "--no-hybrid", "--threads", "1", "--splice", "off"]
     res = CliRunner().invoke(app, [*args, *flags])
     assert res.exit_code == 0, res.output
     assert built[-1] == RouterOptions(
@@ -51,8 +51,11 @@ def test_route_passes_every_flag(built: list[RouterOptions], registry_dir: Path)
         synthetic=False,
         hybrid=False,
         threads=1,
+        splice="off",
     )
     assert "decision: " in res.output
+    bad = CliRunner().invoke(app, [*args, "--splice", "sometimes"])
+    assert bad.exit_code == 2 and "sometimes" in bad.output
 
 
 def test_eval_routing_writes_the_summary_keys(built: list[RouterOptions], registry_dir: Path, tmp_path: Path) -> None:
@@ -64,7 +67,8 @@ def test_eval_routing_writes_the_summary_keys(built: list[RouterOptions], regist
     assert res.exit_code == 0, res.output
     assert built[-1] == RouterOptions(reranker="none", synthetic=True)
     summary = json.loads(out.read_text())
-    assert {"tau", "n_tools", "embedder", "reranker", "profile", "seed"} <= summary.keys()
+    assert {"tau", "n_tools", "embedder", "reranker", "profile", "seed", "splice", "decision_ms_p50"} <= summary.keys()
+    assert summary["decision_ms_p50"] is None and summary["splice"] == "auto"  # no LLM decision was asked
     assert (summary["embedder"], summary["reranker"]) == ("minilm-tools", "none")
 
 

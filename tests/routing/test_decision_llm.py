@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from nexus_agent.engine.blocks import Segment
 from nexus_agent.registry import load_registry
 from nexus_agent.routing.rerank import DecisionLLM, reranker_class
 from nexus_agent.routing.rerank.llm_choice import LLMChoiceReranker
@@ -33,6 +34,15 @@ class CharLLM:
         said = len(tokens) - self.prompt_len
         out[ord(self.answer[said]) if said < len(self.answer) else self.eos()] = 1.0
         return out
+
+    def render_parts(self, messages: list[dict[str, str]], stable: Sequence[str]) -> list[Segment]:
+        return [Segment(tuple(self.render(messages)))]
+
+    def logits_after_parts(self, parts: Sequence[Segment]) -> npt.NDArray[np.float32]:
+        return self.logits_after([t for p in parts for t in p.tokens])
+
+    def settle(self) -> None:
+        pass
 
     def pin(self, n_tokens: int) -> None:
         self.pinned.append(n_tokens)

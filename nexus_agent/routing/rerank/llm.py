@@ -12,6 +12,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from nexus_agent.engine.blocks import Segment, SpliceConfig
 from nexus_agent.routing.rerank.session import PrefixCachedLLM
 
 
@@ -22,6 +23,18 @@ class DecisionLLM(Protocol):
 
     def logits_after(self, tokens: Sequence[int]) -> npt.NDArray[np.float32]:
         """Logits (float32 ``[n_vocab]``) for the token following ``tokens``."""
+        ...
+
+    def render_parts(self, messages: list[dict[str, str]], stable: Sequence[str]) -> list[Segment]:
+        """The rendered prompt as segments; each string of ``stable`` is its own spliceable segment."""
+        ...
+
+    def logits_after_parts(self, parts: Sequence[Segment]) -> npt.NDArray[np.float32]:
+        """Logits after the segments' tokens (stable ones may come from compiled blocks)."""
+        ...
+
+    def settle(self) -> None:
+        """Housekeeping after a decision (compiling blocks found missing)."""
         ...
 
     def pin(self, n_tokens: int) -> None:
@@ -37,6 +50,6 @@ class DecisionLLM(Protocol):
         ...
 
 
-def standalone_llm(model: str, n_threads: int) -> DecisionLLM:
+def standalone_llm(model: str, n_threads: int, splice: SpliceConfig | None = None) -> DecisionLLM:
     """A decision LLM on its own small engine (the CLI and benchmarks; the agent lends its engine instead)."""
-    return PrefixCachedLLM(model, n_threads=n_threads)
+    return PrefixCachedLLM(model, n_threads=n_threads, splice=splice)

@@ -78,6 +78,20 @@ def follow_up_hint(shown: str) -> str:
     )
 
 
+def candidate_lines(candidates: Sequence[Tool]) -> list[str]:
+    """One line per candidate (with its newline), as the decision lists them. Each line's text depends only on the
+    tool, its display name and whether it is among the first ten: the stable renderings a compiled block holds."""
+    names = display_names(candidates)
+    return [
+        candidate_line(t, shown, i < _DESCRIBED) for i, (t, shown) in enumerate(zip(candidates, names, strict=True))
+    ]
+
+
+def candidate_line(tool: Tool, shown: str, described: bool) -> str:
+    sig = signature(tool, _SIG if described else _SIG_BARE)
+    return f"- {shown}{sig[len(tool.name) :]}" + (f" [{tool.server}]" if shown == tool.name else "") + "\n"
+
+
 def build_messages(
     query: str,
     candidates: Sequence[Tool],
@@ -88,10 +102,7 @@ def build_messages(
     """The decision's chat: the fixed system message, then the list, the conversation, a follow-up's hint and the
     request. ``previous``: the request is a follow-up of that tool turn (only used when that tool is listed)."""
     names = display_names(candidates)
-    lines = []
-    for i, (t, shown) in enumerate(zip(candidates, names, strict=True)):
-        sig = signature(t, _SIG if i < _DESCRIBED else _SIG_BARE)
-        lines.append(f"- {shown}{sig[len(t.name) :]}" + (f" [{t.server}]" if shown == t.name else ""))
+    lines = [line[:-1] for line in candidate_lines(candidates)]
     lines.append(f"- {NONE} — no tool needed")
     ctx = history_text(history, max_messages=history_messages)
     user = "Tools:\n" + "\n".join(lines) + "\n\n"
@@ -131,17 +142,22 @@ class LLMChoiceReranker(Reranker):
     ) -> RerankResult:
         names = display_names(candidates)
         n_messages = HISTORY_MESSAGES if previous is None else FOLLOW_UP_HISTORY_MESSAGES
-        prompt = self.llm.render(build_messages(query, candidates, history, n_messages, previous))
+        # the candidate lines are separate segments, so a compiled block can stand in for each (--splice)
+        parts = self.llm.render_parts(
+            build_messages(query, candidates, history, n_messages, previous), candidate_lines(candidates)
+        )
+        prompt = [t for p in parts for t in p.tokens]
         fsm = TokenNameFSM([*names, NONE], self.llm.tokenize, self._end)
         first_logits: list[np.ndarray] = []
 
         def next_logits(prefix: list[int]) -> np.ndarray:
-            lg = self.llm.logits_after(prompt + prefix)
+            lg = self.llm.logits_after(prompt + prefix) if prefix else self.llm.logits_after_parts(parts)
             if not prefix:
                 first_logits.append(lg)
             return lg
 
         chosen = fsm.decode(next_logits)
+        self.llm.settle()
         lg0 = first_logits[0] if first_logits else self.llm.logits_after(prompt)
         allowed = fsm.allowed([])
         z = lg0[allowed] - np.max(lg0[allowed])
