@@ -75,8 +75,10 @@ def compile_tools(
     force: bool = False,
     verify: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    probe: bool = True,
 ) -> CompileReport:
-    """Compile (and with ``verify`` re-read and check) every rendering of ``tools`` into ``root``."""
+    """Compile (and with ``verify`` re-read and check) every rendering of ``tools`` into ``root``; ``probe``:
+    measure each token's context sensitivity too (a second decode; only the ``cacheblend`` repair reads it)."""
     rep = CompileReport()
     if not tools:
         return rep
@@ -94,7 +96,7 @@ def compile_tools(
         if path.is_file() and not force:
             rep.skipped += 1
         else:
-            store.compile(header, [body], force=True)
+            store.compile(header, [body], force=True, probe=probe)
             rep.compiled += 1
         if verify:
             try:

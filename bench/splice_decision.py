@@ -31,6 +31,7 @@ from nexus_agent import defaults  # noqa: E402
 from nexus_agent.engine.blocks import SpliceConfig  # noqa: E402
 from nexus_agent.evaluation.routing import load_eval  # noqa: E402
 from nexus_agent.evaluation.stats import percentile  # noqa: E402
+from nexus_agent.paths import cache_dir  # noqa: E402
 from nexus_agent.registry import load_registry  # noqa: E402
 from nexus_agent.routing.embedders import create_embedder  # noqa: E402
 from nexus_agent.routing.options import RouterOptions  # noqa: E402
@@ -50,14 +51,19 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "splice_decision"))
     args = ap.parse_args()
     reg = load_registry(SHARED / "mcp-registry")
-    cfg = SpliceConfig(mode="on") if args.policy is None else SpliceConfig(mode="on", policy=args.policy)
+    # its own block folder: blocks compiled here skip the sensitivity probe unless the policy reads it
+    probe = args.policy == "cacheblend"
+    root = cache_dir("atb-bench", "probed" if probe else "plain")
+    cfg = SpliceConfig(mode="on", root=root, **({} if args.policy is None else {"policy": args.policy}))
     llm = PrefixCachedLLM(args.model, n_threads=args.threads, splice=cfg)
     splicer = llm.splicer
     assert splicer is not None, "this model cannot splice"
     decision = LLMChoiceReranker(llm=llm)
     emb = create_embedder(defaults.EMBEDDER)
     t0 = time.perf_counter()
-    compiled = {name: compile_tools(llm, reg.profile(profile), None) for name, (_, profile) in SETS.items()}
+    compiled = {
+        name: compile_tools(llm, reg.profile(profile), root, probe=probe) for name, (_, profile) in SETS.items()
+    }
     compile_s = time.perf_counter() - t0
     print(
         "compiled: "

@@ -15,7 +15,14 @@ shared by (a) and (b) and already cached, so this is where the two arms differ).
 the tool text alone: (a)'s signature of the tool as argument writing sees it (``arg_view``: required parameters plus
 the optional ones the conversation bears on, exactly what the agent prefills) against (b)'s full JSON schema.
 
-usage: python bench/ttft.py [--model M] [--sizes 10,50,100,250] [--queries K] [--json OUT]
+Splice arms (``--splice``, written apart to ``<json stem>_splice.json/.md``), each against a text prefill of the same
+prompt in the same run:
+(d) the routing decision's candidate list (the retrieval pool of the N tools, one line each) spliced from compiled
+    blocks behind the decision's pinned system head, against prefilling the list: time to the first logits;
+(e) every one of the N tools' full JSON schemas spliced into the concat-all prompt of (c), cold, against (c)'s
+    prefill, where the context holds them. Blocks are compiled before timing (``--splice on`` compiles on first use).
+
+usage: python bench/ttft.py [--model M] [--sizes 10,50,100,250] [--queries K] [--json OUT] [--splice]
 Writes bench/results/ttft.json, bench/results/ttft.md and bench/results/ttft.png.
 """
 
@@ -97,6 +104,118 @@ def definition_tokens(engine: Engine, reg: Any, files: list[str]) -> dict[str, A
     }
 
 
+def splice_arms(a: argparse.Namespace, reg: Any, pool: list[Tool], items: list[dict[str, Any]]) -> None:
+    """Arms (d) and (e): see the module docstring. Medians over the queries; the default repair schedule."""
+    import tempfile
+
+    from nexus_agent.engine.blocks import SpliceConfig
+    from nexus_agent.routing.rerank.llm_choice import build_messages, candidate_lines
+    from nexus_agent.routing.rerank.session import PrefixCachedLLM
+
+    engine = Engine(EngineConfig(model=a.model, n_ctx=a.n_ctx))
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        llm = PrefixCachedLLM(engine=engine, seq=SCRATCH, splice=SpliceConfig(mode="on", root=Path(tmp)))
+        splicer = llm.splicer
+        assert splicer is not None
+
+        def timed(parts: list[Any], keep: int, on: bool) -> tuple[float, int]:
+            engine.truncate(SCRATCH, keep)
+            llm.splicer = splicer if on else None
+            t0 = time.perf_counter()
+            llm.logits_after_parts(parts)
+            ms = (time.perf_counter() - t0) * 1000
+            decoded = splicer.last.n_decoded if on and splicer.last else sum(len(p.tokens) for p in parts) - keep
+            return ms, decoded
+
+        for n in [int(x) for x in a.sizes.split(",")]:
+            d_on: list[float] = []
+            d_off: list[float] = []
+            e_on: list[float] = []
+            e_off: list[float] = []
+            d_tok: list[int] = []
+            e_tok: list[int] = []
+            e_fits = True
+            for qi, it in enumerate(items):
+                must = reg.find(it["tool"], it.get("server"))
+                tools = sample_tools(pool, must, n, random.Random(f"{a.seed}-{n}-{qi}"))
+                router = build_router(tools, None, a.embedder, reranker=None)
+                router.router.calibrate()
+                cands = [router.router.tools[c.key] for c in router.router.retrieve(it["query"])[:20]]
+                parts = llm.render_parts(build_messages(it["query"], cands, []), candidate_lines(cands))
+                head = len(parts[0].tokens)  # the decision's header: pinned in a live agent
+                splicer.prefill_segments(parts, SCRATCH)  # compile what is missing (on first use)
+                for on in (False, True):
+                    timed(parts, head, on)  # warm
+                    ms, dec = timed(parts, head, on)
+                    (d_on if on else d_off).append(ms)
+                    if on:
+                        d_tok.append(dec)
+                if qi >= a.c_queries:
+                    continue
+                msgs = [
+                    {
+                        "role": "system",
+                        "content": f"{SYSTEM_MAIN}\nTools:\n" + "\n".join(full_schema_text(t) for t in tools),
+                    },
+                    *HISTORY,
+                    {"role": "user", "content": it["query"]},
+                ]
+                full = llm.render_parts(msgs, [full_schema_text(t) for t in tools])
+                if sum(len(p.tokens) for p in full) + 8 > engine.ctx.n_ctx:
+                    e_fits = False
+                    continue
+                splicer.prefill_segments(full, SCRATCH)
+                for on in (False, True):
+                    ms, dec = timed(full, 0, on)
+                    (e_on if on else e_off).append(ms)
+                    if on:
+                        e_tok.append(dec)
+                print(
+                    f"N={n} q={qi} d: {d_off[-1]:.0f} -> {d_on[-1]:.0f} ms"
+                    + (f"  e: {e_off[-1]:.0f} -> {e_on[-1]:.0f} ms" if e_on else ""),
+                    flush=True,
+                )
+            med = statistics.median
+            rows.append(
+                {
+                    "n_tools": n,
+                    "decision_prefill_ms": med(d_off),
+                    "decision_splice_ms": med(d_on),
+                    "decision_speedup": med(d_off) / med(d_on),
+                    "decision_decoded_tokens_splice": med(d_tok),
+                    "all_prefill_ms": med(e_off) if e_off else None,
+                    "all_splice_ms": med(e_on) if e_on else None,
+                    "all_speedup": med(e_off) / med(e_on) if e_on else None,
+                    "all_fits": e_fits,
+                }
+            )
+    engine.close()
+    out = Path(a.json_out)
+    out = out.with_name(out.stem + "_splice.json")
+    out.write_text(
+        json.dumps({"model": a.model, "n_ctx": a.n_ctx, "policy": splicer.cfg.policy, "rows": rows}, indent=1)
+    )
+    lines = [
+        f"Splice arms, model {a.model}, n_ctx {a.n_ctx}, repair {splicer.cfg.policy} (default schedule); median ms",
+        "",
+        "| N | (d) decision list prefill | spliced | speedup | (e) all N schemas prefill | spliced | speedup |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        e = (
+            f"{r['all_prefill_ms']:.0f} | {r['all_splice_ms']:.0f} | {r['all_speedup']:.2f}×"
+            if r["all_splice_ms"]
+            else "overflow | - | -"
+        )
+        lines.append(
+            f"| {r['n_tools']} | {r['decision_prefill_ms']:.0f} | {r['decision_splice_ms']:.0f} | "
+            f"{r['decision_speedup']:.2f}× | {e} |"
+        )
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=DEFAULT_MODEL)
@@ -121,6 +240,7 @@ def main() -> None:
     )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", dest="json_out", default=str(ROOT / "bench" / "results" / "ttft.json"))
+    ap.add_argument("--splice", action="store_true", help="run the splice arms (d) and (e) only")
     a = ap.parse_args()
 
     reg = load_registry(a.registry)
@@ -130,6 +250,9 @@ def main() -> None:
     rng = random.Random(a.seed)
     rng.shuffle(items)
     items = items[: a.queries]
+    if a.splice:
+        splice_arms(a, reg, pool, items)
+        return
     engine = Engine(EngineConfig(model=a.model, n_ctx=a.n_ctx))
     rows: list[dict[str, Any]] = []
     try:

@@ -50,6 +50,13 @@ class AgentRouter:
             latency_ms=res.latency_ms,
         )
 
+    def after_turn(self) -> None:
+        """Compile, within a small budget, the candidate lines the turn's decision found without a block
+        (``--splice auto``); the next decisions splice them."""
+        llm = getattr(self.router.reranker, "llm", None)
+        if llm is not None and hasattr(llm, "settle"):
+            llm.settle()
+
     def apply_diff(self, changed: list[Tool], removed: list[str]) -> None:
         """``tools/list_changed``: re-embed only the changed/added tools, drop the removed ones."""
         self.router.remove_tools(removed)

@@ -71,6 +71,10 @@ class TurnRouter(Protocol):
         self, query: str, window: list[dict[str, str]], previous: PreviousTurn | None = None
     ) -> RouteOutcome: ...
 
+    def after_turn(self) -> None:
+        """Work that may wait until the answer is out (compiling the tool blocks a decision found missing)."""
+        ...
+
 
 @dataclass(frozen=True)
 class CallResult:
@@ -186,6 +190,10 @@ def _run_turn(
         turn.answer = gen.text.strip()
         convo.turns.append(turn)
         emit(AnswerEvent(text=turn.answer))
+        try:
+            deps.router.after_turn()
+        except Exception as e:  # an optimisation failed; the turn is complete, so say it and go on
+            emit(ErrorEvent(stage="route", message=f"compiling tool blocks after the turn failed: {e}"))
 
 
 # sentinel of _use_tool: answer the request without a tool (compared by identity)

@@ -45,6 +45,7 @@ class SpliceConfig:
     policy: str = DEFAULT_POLICY
     schedule: RepairSchedule = field(default_factory=RepairSchedule)
     min_saving: int = 16
+    compile_per_turn: int = 8  # blocks ``auto`` compiles after a turn (each costs about two decodes of its line)
     root: Path | None = None
     cache_bytes: int = 256 << 20
 
@@ -102,10 +103,15 @@ class BlockStore:
             return None
         return block
 
-    def compile(self, header: list[int], bodies: Iterable[Sequence[int]], force: bool = False) -> list[Path]:
-        """Compile every body not on disk yet (``force``: all) behind ``header``; returns the files written."""
+    def compile(
+        self, header: list[int], bodies: Iterable[Sequence[int]], force: bool = False, probe: bool = True
+    ) -> list[Path]:
+        """Compile every body not on disk yet (``force``: all) behind ``header``; returns the files written.
+
+        ``probe``: also measure each token's context sensitivity (a second decode behind a stand-in line), which
+        only the ``cacheblend`` repair reads; without it the table holds zeros."""
         written: list[Path] = []
-        probe = self.engine.model.tokenize(PROBE_LINE)
+        probe_line = self.engine.model.tokenize(PROBE_LINE)
         target = splice_target(self.engine, header, m0=len(header))
         self.root.mkdir(parents=True, exist_ok=True)
         for body in bodies:
@@ -114,7 +120,7 @@ class BlockStore:
             if p.is_file() and not force:
                 continue
             kv = kv_after(self.engine, header, body)
-            sens = sensitivity(self.engine, header, probe, kv)
+            sens = sensitivity(self.engine, header, probe_line, kv) if probe else np.zeros(len(body), np.float32)
             write_atb(p, target, kv.m0, body, sens, kv.k, kv.v)
             written.append(p)
         return written
@@ -154,7 +160,7 @@ class Splicer:
         header = [t for s in segments[:first] for t in s.tokens]
         if self.cfg.mode == "on":
             todo = [list(s.tokens) for s in segments if s.splice and not self.store.path(header, s.tokens).is_file()]
-            self.compiled += len(self.store.compile(header, todo))
+            self.compiled += len(self.store.compile(header, todo, probe=self.policy.name == "cacheblend"))
         placements: list[Placement] = []
         pos = 0
         for s in segments:
@@ -170,18 +176,24 @@ class Splicer:
         saving = sum(p.n for p in placements) - len(repair)
         if not placements or (self.cfg.mode == "auto" and saving < self.cfg.min_saving):
             return self._text(tokens, seq)
-        self.last = splice_prefill(self.engine, tokens, placements, repair, seq)
+        try:
+            self.last = splice_prefill(self.engine, tokens, placements, repair, seq)
+        except (RuntimeError, ValueError) as e:  # llama.cpp refused the blob (no room), a decode failed …
+            self.store.note(f"splicing failed ({e})")
+            self.engine.truncate(seq, 0)
+            return self._text(tokens, seq)
         return self.last
 
-    def compile_pending(self) -> int:
-        """Compile the blocks ``auto`` found missing (after the call that needed them, so it never waited on
-        them); returns how many were written."""
+    def compile_pending(self, max_blocks: int | None = None) -> int:
+        """Compile up to ``max_blocks`` (default ``cfg.compile_per_turn``) of the blocks ``auto`` found missing,
+        after the turn that needed them, so no decision waits on them; returns how many were written."""
         if self.store is None or not self._missing:
             return 0
+        budget = self.cfg.compile_per_turn if max_blocks is None else max_blocks
         n = 0
-        for header, body in self._missing.values():
-            n += len(self.store.compile(header, [body]))
-        self._missing.clear()
+        for key in list(self._missing)[:budget]:
+            header, body = self._missing.pop(key)
+            n += len(self.store.compile(header, [body], probe=self.policy.name == "cacheblend"))
         self.compiled += n
         return n
 

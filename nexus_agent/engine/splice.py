@@ -307,44 +307,53 @@ def splice_prefill(
         while tail0 - 1 >= first and decode[tail0 - 1]:
             tail0 -= 1
         middle = [p for p in positions if first <= p < tail0]
-        t0 = time.perf_counter()
-        engine.truncate(seq, n)
-        engine.ctx.decode(tokens[n:first], n, seq=seq, n_logits=0)  # text between the reused prefix and the 1st block
-        # cells at or after tail0 are decoded as text with the tail
-        parts = [(p, 0, min(p.n, tail0 - p.start)) for p in placed if p.start < tail0]
-        t1 = time.perf_counter()
-        n_cells = 0
-        t2 = t1
-        if parts:
-            blob, n_cells = build_splice_blob(engine, parts, SPLICE)
-            t2 = time.perf_counter()
-            engine.ctx.seq_rm(SPLICE)
-            engine.ctx.set_seq_state(blob, SPLICE)
-            engine.ctx.seq_cp(SPLICE, seq)
-            engine.ctx.seq_rm(SPLICE)
-        t3 = time.perf_counter()
-        # runs inside the spliced region: each gets a temporary sequence holding the prefix before it (taken before
-        # any run's old cells are removed, so a later run still sees an earlier run's spliced KV)
-        runs = _runs(middle)
-        st.runs = len(runs)
-        for i in range(0, len(runs), len(TEMP_SEQS)):
-            chunk = runs[i : i + len(TEMP_SEQS)]
-            for (a, _b), tmp in zip(chunk, TEMP_SEQS, strict=False):
+        try:
+            t0 = time.perf_counter()
+            engine.truncate(seq, n)
+            engine.ctx.decode(
+                tokens[n:first], n, seq=seq, n_logits=0
+            )  # text between the reused prefix and the 1st block
+            # cells at or after tail0 are decoded as text with the tail
+            parts = [(p, 0, min(p.n, tail0 - p.start)) for p in placed if p.start < tail0]
+            t1 = time.perf_counter()
+            n_cells = 0
+            t2 = t1
+            if parts:
+                blob, n_cells = build_splice_blob(engine, parts, SPLICE)
+                t2 = time.perf_counter()
+                engine.ctx.seq_rm(SPLICE)
+                engine.ctx.set_seq_state(blob, SPLICE)
+                engine.ctx.seq_cp(SPLICE, seq)
+                engine.ctx.seq_rm(SPLICE)
+            t3 = time.perf_counter()
+            # runs inside the spliced region: each gets a temporary sequence holding the prefix before it (taken before
+            # any run's old cells are removed, so a later run still sees an earlier run's spliced KV)
+            runs = _runs(middle)
+            st.runs = len(runs)
+            for i in range(0, len(runs), len(TEMP_SEQS)):
+                chunk = runs[i : i + len(TEMP_SEQS)]
+                for (a, _b), tmp in zip(chunk, TEMP_SEQS, strict=False):
+                    engine.ctx.seq_rm(tmp)
+                    engine.ctx.seq_cp(seq, tmp, 0, a)
+                for a, b in chunk:
+                    engine.ctx.seq_rm(seq, a, b)
+                toks, poss, seqs = [], [], []
+                for (a, b), tmp in zip(chunk, TEMP_SEQS, strict=False):
+                    toks += tokens[a:b]
+                    poss += list(range(a, b))
+                    seqs += [tmp] * (b - a)
+                engine.ctx.decode_batch(toks, poss, seqs, logits_last=False)
+                for (a, b), tmp in zip(chunk, TEMP_SEQS, strict=False):
+                    engine.ctx.seq_cp(tmp, seq, a, b)
+                    engine.ctx.seq_rm(tmp)
+            engine.ctx.seq_rm(seq, tail0, -1)
+            st.logits = engine.ctx.decode(tokens[tail0:], tail0, seq=seq, n_logits=n_logits)
+        except BaseException:
+            # leave nothing behind: no half-spliced sequence, no cells held by the helper sequences
+            for tmp in (SPLICE, *TEMP_SEQS):
                 engine.ctx.seq_rm(tmp)
-                engine.ctx.seq_cp(seq, tmp, 0, a)
-            for a, b in chunk:
-                engine.ctx.seq_rm(seq, a, b)
-            toks, poss, seqs = [], [], []
-            for (a, b), tmp in zip(chunk, TEMP_SEQS, strict=False):
-                toks += tokens[a:b]
-                poss += list(range(a, b))
-                seqs += [tmp] * (b - a)
-            engine.ctx.decode_batch(toks, poss, seqs, logits_last=False)
-            for (a, b), tmp in zip(chunk, TEMP_SEQS, strict=False):
-                engine.ctx.seq_cp(tmp, seq, a, b)
-                engine.ctx.seq_rm(tmp)
-        engine.ctx.seq_rm(seq, tail0, -1)
-        st.logits = engine.ctx.decode(tokens[tail0:], tail0, seq=seq, n_logits=n_logits)
+            engine.truncate(seq, n)
+            raise
         t4 = time.perf_counter()
         # an anchored block (its own m0, behind the header it was compiled after) holds exactly a prefill's KV
         engine.set_record(seq, tokens, exact=min((p.start for p in placed if p.delta != 0), default=len(tokens)))

@@ -144,6 +144,7 @@ def run_eval(
         elif route_ok:
             res.args_ok = True  # correctly declined a no-tool request
         results.append(res)
+        router.after_turn()  # as the agent does once its answer is out (untimed)
     return summarise(results), results
 
 

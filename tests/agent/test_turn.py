@@ -152,6 +152,9 @@ class _RoutesTo:
         self.previous.append(previous)
         return RouteOutcome("auto", self.tool, [(self.tool, 1.0)], 0.0)
 
+    def after_turn(self) -> None:
+        pass
+
 
 def test_routing_is_told_the_last_tool_turn_past_small_talk(engine: Engine, tools: dict[str, Tool]) -> None:
     convo = Conversation(

@@ -163,3 +163,38 @@ def test_splicer_falls_back_to_text_for_a_block_of_another_header(
     assert engine.seq_cache(SEQ).tokens == tokens
     err = capsys.readouterr().err
     assert "compiled block rejected" in err and "header" in err and "prefilling text instead" in err
+
+
+def test_auto_prefills_text_until_blocks_exist_and_compiles_them_after_the_turn(engine: Engine, tmp_path: Path) -> None:
+    segs = segments(engine)
+    sp = Splicer(engine, SpliceConfig(mode="auto", root=tmp_path, compile_per_turn=2))
+    engine.truncate(SEQ, 0)
+    assert sp.prefill_segments(segs, SEQ).n_blocks == 0 and sp.compiled == 0  # nothing waits on a compile
+    assert sp.compile_pending() == 2 and sp.compile_pending() == 1 and sp.compile_pending() == 0
+    engine.truncate(SEQ, 0)
+    st = sp.prefill_segments(segs, SEQ)
+    assert st.n_blocks == 3 and st.n_decoded < len(engine.seq_cache(SEQ).tokens)
+
+
+def test_auto_does_not_splice_when_repair_would_eat_the_saving(engine: Engine, tmp_path: Path) -> None:
+    segs = segments(engine)
+    Splicer(engine, SpliceConfig(mode="on", root=tmp_path)).prefill_segments(segs, SEQ)  # compile
+    full = Splicer(engine, SpliceConfig(mode="auto", root=tmp_path, schedule=RepairSchedule(ratio=1.0)))
+    engine.truncate(SEQ, 0)
+    assert full.prefill_segments(segs, SEQ).n_blocks == 0
+
+
+def test_a_discrete_gpu_engine_declines_once_and_prefills_text(
+    engine: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    engine.n_gpu_layers, engine.unified_memory = 8, False
+    try:
+        sp = Splicer(engine, SpliceConfig(mode="on", root=tmp_path))
+        assert not sp.active
+        for _ in range(2):
+            engine.truncate(SEQ, 0)
+            assert sp.prefill_segments(segments(engine), SEQ).n_blocks == 0
+    finally:
+        engine.n_gpu_layers, engine.unified_memory = 0, True
+    err = capsys.readouterr().err
+    assert err.count("splicing is off") == 1 and "discrete GPU" in err

@@ -157,7 +157,6 @@ class LLMChoiceReranker(Reranker):
             return lg
 
         chosen = fsm.decode(next_logits)
-        self.llm.settle()
         lg0 = first_logits[0] if first_logits else self.llm.logits_after(prompt)
         allowed = fsm.allowed([])
         z = lg0[allowed] - np.max(lg0[allowed])

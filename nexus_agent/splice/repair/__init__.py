@@ -12,7 +12,7 @@ from nexus_agent.splice.repair import cacheblend, epic, suffix  # noqa: F401  (t
 from nexus_agent.splice.repair.base import PlacedBlock, RepairPolicy, RepairSchedule
 from nexus_agent.splice.repair.registry import register_repair, repair_names, repair_policy
 
-DEFAULT_POLICY = "suffix"
+DEFAULT_POLICY = "epic"
 
 __all__ = [
     "DEFAULT_POLICY",
