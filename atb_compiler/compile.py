@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nexus_agent.engine.blocks import BlockStore
+from nexus_agent.engine.blocks import BlockStore, SpliceConfig
 from nexus_agent.registry import RegistryError, Tool, load_file, tool_files
 from nexus_agent.routing.rerank.llm_choice import build_messages, candidate_line, candidate_lines
 from nexus_agent.routing.rerank.session import PrefixCachedLLM
@@ -76,15 +76,18 @@ def compile_tools(
     verify: bool = False,
     progress: Callable[[int, int], None] | None = None,
     probe: bool = True,
+    context: str | None = None,
 ) -> CompileReport:
     """Compile (and with ``verify`` re-read and check) every rendering of ``tools`` into ``root``; ``probe``:
-    measure each token's context sensitivity too (a second decode; only the ``cacheblend`` repair reads it)."""
+    measure each token's context sensitivity too (a second decode; only the ``cacheblend`` repair reads it);
+    ``context``: the stand-in compiled behind the header (default: the runtime's, ``SpliceConfig().context``)."""
     rep = CompileReport()
     if not tools:
         return rep
     t0 = time.perf_counter()
     store = BlockStore(llm.engine, root)
-    header = decision_header(llm, tools[0])
+    context = SpliceConfig().context if context is None else context
+    header = decision_header(llm, tools[0]) + (llm.model.tokenize(context) if context else [])
     lines = renderings(tools)
     for i, line in enumerate(lines):
         # the line's tokens as the decision prompt holds them: every line follows a newline

@@ -18,6 +18,7 @@ import json
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from common import SHARED  # noqa: E402
 
 from atb_compiler.compile import compile_tools  # noqa: E402
 from nexus_agent import defaults  # noqa: E402
-from nexus_agent.engine.blocks import SpliceConfig  # noqa: E402
+from nexus_agent.engine.blocks import SpliceConfig, Splicer  # noqa: E402
 from nexus_agent.evaluation.routing import load_eval  # noqa: E402
 from nexus_agent.evaluation.stats import percentile  # noqa: E402
 from nexus_agent.paths import cache_dir  # noqa: E402
@@ -48,6 +49,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N requests of each set")
     ap.add_argument("--policy", default=None, help="repair policy (default: the shipped one)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--arms", default="on,auto", help="splice modes compared with off")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "splice_decision"))
     args = ap.parse_args()
     reg = load_registry(SHARED / "mcp-registry")
@@ -58,6 +60,8 @@ def main() -> None:
     llm = PrefixCachedLLM(args.model, n_threads=args.threads, splice=cfg)
     splicer = llm.splicer
     assert splicer is not None, "this model cannot splice"
+    splicers = {"off": None, "on": splicer, "auto": Splicer(llm.engine, replace(cfg, mode="auto"))}
+    arms = ["off", *args.arms.split(",")]
     decision = LLMChoiceReranker(llm=llm)
     emb = create_embedder(defaults.EMBEDDER)
     t0 = time.perf_counter()
@@ -77,10 +81,12 @@ def main() -> None:
         router.calibrate()
         for i, it in enumerate(items):
             res: dict[str, Any] = {}
-            for arm in ("off", "on") if i % 2 == 0 else ("on", "off"):
-                llm.splicer = splicer if arm == "on" else None
+            for arm in arms[i % len(arms) :] + arms[: i % len(arms)]:  # the order rotates per request
+                sp = splicers[arm]
+                llm.splicer = sp
+                llm.engine.free(llm.seq)  # as the agent frees its sidecar each turn: only the pinned head stays
                 r = router.route(it.query, it.history)
-                st = splicer.last if arm == "on" and r.decision_ms is not None else None
+                st = sp.last if sp is not None and r.decision_ms is not None else None
                 res[arm] = {
                     "tool": r.tool,
                     "correct": (r.tool in it.gold) if it.gold else r.tool is None,
@@ -88,27 +94,37 @@ def main() -> None:
                     "spliced": st.n_spliced if st else 0,
                     "decoded": st.n_decoded if st else None,
                 }
-                splicer.last = None
+                if sp is not None:
+                    sp.last = None
             row = {"set": name, "query": it.query, **{f"{k}_{a}": v for a, d in res.items() for k, v in d.items()}}
             per_item.append(row)
-            if res["on"]["decision_ms"] is not None:
+            if res["off"]["decision_ms"] is not None:
                 print(
-                    f"{name} {i:3d} off={res['off']['decision_ms']:.0f}ms on={res['on']['decision_ms']:.0f}ms "
-                    f"spliced={res['on']['spliced']} same={res['on']['tool'] == res['off']['tool']}",
+                    f"{name} {i:3d} off={res['off']['decision_ms']:.0f}ms "
+                    + " ".join(
+                        f"{a}={res[a]['decision_ms']:.0f}ms/{res[a]['spliced']}tok"
+                        f"{'' if res[a]['tool'] == res['off']['tool'] else '/DIFF'}"
+                        for a in arms[1:]
+                    ),
                     flush=True,
                 )
-    summary = {name: summarize([r for r in per_item if r["set"] == name]) for name in SETS}
-    summary["both"] = summarize(per_item)
+    summary = {
+        f"{name}/{arm}": summarize([r for r in per_item if name == "both" or r["set"] == name], arm)
+        for arm in arms[1:]
+        for name in [*SETS, "both"]
+    }
     out = Path(args.out)
     meta = {"model": args.model, "policy": splicer.cfg.policy, "compile_s": compile_s, "limit": args.limit}
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "summary": summary, "items": per_item}, indent=1))
     lines = [
         f"# The routing decision with compiled candidate lines ({args.model}, repair {splicer.cfg.policy})",
         "",
-        "| set | n | escalated | decision p50 off | on | on/off | same pick | accuracy off | on |",
+        "| set / mode | n | escalated | decision p50 off | with splicing | ratio | same pick | accuracy off | with |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for k, s in summary.items():
+        if k.startswith("both"):
+            k = f"**{k}**"
         lines.append(
             f"| {k} | {s['n']} | {s['escalated']} | {s['decision_ms_p50_off']:.0f} ms "
             f"| {s['decision_ms_p50_on']:.0f} ms | {s['ratio']:.2f} | {s['same_pick']:.3f} "
@@ -119,7 +135,8 @@ def main() -> None:
     print("\n".join(lines))
 
 
-def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(rows: list[dict[str, Any]], arm: str) -> dict[str, Any]:
+    rows = [{**r, **{k[: -len(arm)] + "on": v for k, v in r.items() if k.endswith("_" + arm)}} for r in rows]
     esc = [r for r in rows if r["decision_ms_on"] is not None and r["decision_ms_off"] is not None]
     off = [r["decision_ms_off"] for r in esc]
     on = [r["decision_ms_on"] for r in esc]

@@ -31,20 +31,34 @@ from nexus_agent.paths import cache_dir
 from nexus_agent.splice.atb import AtbBlock, AtbError, BlockCache, SpliceTarget, write_atb
 from nexus_agent.splice.repair import DEFAULT_POLICY, PlacedBlock, RepairSchedule, plan_repair, repair_policy
 
+# Stand-in lines a block may be compiled behind, after the prompt's own header (``SpliceConfig.context``), so a
+# candidate line's KV is computed as one line among others rather than as the first thing after "Tools:". On qwen1.5b
+# it cut the decision's drift by 2-20x, not enough to keep its picks; and a block compiled behind it is never anchored,
+# so it is off by default (docs/measurements.md#compiled-tool-blocks).
+LIST_CONTEXT = (
+    "- example_tool(…) — An example tool that lists, reads or changes something. [example]\n"
+    "- other_tool(…) — Another example tool that does something with an object. [example]\n"
+    "- third_tool(…) — A third example tool. [example]\n"
+)
+
 SpliceMode = Literal["auto", "on", "off"]
 SPLICE_MODES: tuple[SpliceMode, ...] = ("auto", "on", "off")
 
 
 @dataclass(frozen=True)
 class SpliceConfig:
-    """``mode``: ``auto`` splices compiled blocks where the saving is predicted to pay (``min_saving`` tokens
-    not decoded), compiling missing ones after the call; ``on`` splices wherever a block exists and compiles
-    missing ones first (measurement); ``off`` never splices. ``root``: the block folder (default $NEXUS_HOME/atb)."""
+    """``mode``: ``auto`` splices the blocks that are predicted to win: those at their own anchor behind the header
+    they were compiled after, whose KV is what a prefill computes (the first candidate line of a decision), when that
+    saves ``min_saving`` tokens or more; it compiles missing blocks after the turn. ``on`` splices every block, with
+    the depth-adaptive repair, and compiles missing ones first: for measurement, since re-anchored candidate lines
+    change the decision's picks (docs/measurements.md#compiled-tool-blocks). ``off`` never splices. ``root``: the
+    block folder (default $NEXUS_HOME/atb)."""
 
     mode: SpliceMode = "auto"
     policy: str = DEFAULT_POLICY
     schedule: RepairSchedule = field(default_factory=RepairSchedule)
     min_saving: int = 16
+    context: str = ""  # compiled behind the prompt's header plus this (e.g. LIST_CONTEXT)
     compile_per_turn: int = 8  # blocks ``auto`` compiles after a turn (each costs about two decodes of its line)
     root: Path | None = None
     cache_bytes: int = 256 << 20
@@ -135,6 +149,7 @@ class Splicer:
         self.policy = repair_policy(cfg.policy)
         self.reason = splice_unsupported(engine) if cfg.mode != "off" else None
         self.store = BlockStore(engine, cfg.root, cfg.cache_bytes) if cfg.mode != "off" and not self.reason else None
+        self.context = engine.model.tokenize(cfg.context) if cfg.context else []
         self._missing: dict[str, tuple[list[int], list[int]]] = {}
         self._said: set[str] = set()
         self.compiled = 0  # blocks this splicer compiled (on first use)
@@ -147,8 +162,9 @@ class Splicer:
     def prefill_segments(self, segments: Sequence[Segment], seq: int) -> SpliceStats:
         """Make ``seq`` hold the segments' tokens; the last token's logits are then current.
 
-        The header (the tokens before the first spliceable segment) is what blocks were compiled after; a block
-        placed right behind it sits at its own anchor and needs no repair.
+        Blocks were compiled behind the header (the tokens before the first spliceable segment) plus the context
+        stand-in (``cfg.context``); with no context, a block placed right behind the header sits at its own anchor
+        and needs no repair.
         """
         tokens = [t for s in segments for t in s.tokens]
         first = next((i for i, s in enumerate(segments) if s.splice), None)
@@ -157,7 +173,7 @@ class Splicer:
                 self._said.add(self.reason)
                 print(f"note: splicing is off: {self.reason}", file=sys.stderr)
             return self._text(tokens, seq)
-        header = [t for s in segments[:first] for t in s.tokens]
+        header = [t for s in segments[:first] for t in s.tokens] + self.context
         if self.cfg.mode == "on":
             todo = [list(s.tokens) for s in segments if s.splice and not self.store.path(header, s.tokens).is_file()]
             self.compiled += len(self.store.compile(header, todo, probe=self.policy.name == "cacheblend"))
@@ -166,9 +182,9 @@ class Splicer:
         for s in segments:
             if s.splice:
                 block = self.store.get(header, s.tokens)
-                if block is not None:
+                if block is not None and (self.cfg.mode == "on" or pos == int(block.header.m0)):
                     placements.append(Placement(pos, block))
-                elif self.cfg.mode == "auto":
+                elif block is None and self.cfg.mode == "auto" and pos == len(header):
                     self._missing[rendering_hash(header, s.tokens)] = (header, list(s.tokens))
             pos += len(s.tokens)
         blocks = [PlacedBlock(p.start, p.n, p.delta, p.block.sensitivity) for p in placements]

@@ -165,15 +165,21 @@ def test_splicer_falls_back_to_text_for_a_block_of_another_header(
     assert "compiled block rejected" in err and "header" in err and "prefilling text instead" in err
 
 
-def test_auto_prefills_text_until_blocks_exist_and_compiles_them_after_the_turn(engine: Engine, tmp_path: Path) -> None:
+def test_auto_splices_only_the_anchored_block_and_compiles_it_after_the_turn(engine: Engine, tmp_path: Path) -> None:
     segs = segments(engine)
-    sp = Splicer(engine, SpliceConfig(mode="auto", root=tmp_path, compile_per_turn=2))
+    tokens = [t for s in segs for t in s.tokens]
+    sp = Splicer(engine, SpliceConfig(mode="auto", root=tmp_path))
     engine.truncate(SEQ, 0)
     assert sp.prefill_segments(segs, SEQ).n_blocks == 0 and sp.compiled == 0  # nothing waits on a compile
-    assert sp.compile_pending() == 2 and sp.compile_pending() == 1 and sp.compile_pending() == 0
+    ref = reference(engine, tokens, n_logits=1)
+    # only the first line sits at its own anchor behind the header it was compiled after: the one auto splices
+    assert sp.compile_pending() == 1 and sp.compile_pending() == 0
+    Splicer(engine, SpliceConfig(mode="on", root=tmp_path)).prefill_segments(segs, SEQ)  # all three on disk now
     engine.truncate(SEQ, 0)
     st = sp.prefill_segments(segs, SEQ)
-    assert st.n_blocks == 3 and st.n_decoded < len(engine.seq_cache(SEQ).tokens)
+    assert st.n_blocks == 1 and st.n_spliced == len(segs[1].tokens) and st.n_repaired == 0
+    assert np.array_equal(engine.ctx.logits_ith(-1), ref[-1])  # exact: the never-regress default
+    assert engine.seq_cache(SEQ).exact == len(tokens)
 
 
 def test_auto_does_not_splice_when_repair_would_eat_the_saving(engine: Engine, tmp_path: Path) -> None:

@@ -106,6 +106,7 @@ class PrefixCachedLLM:
     def logits_after_parts(self, parts: Sequence[Segment]) -> npt.NDArray[np.float32]:
         """Logits after the segments' tokens, splicing the stable ones from compiled blocks when configured."""
         if self.splicer is None:
+            self._spliced = []
             return self.logits_after([t for p in parts for t in p.tokens])
         st = self.splicer.prefill_segments(parts, self.seq)
         self._spliced = [t for p in parts for t in p.tokens] if st.n_blocks else []
