@@ -18,6 +18,7 @@
 
 #include "../scan/dispatch.h"
 #include "../scan/topk.h"
+#include "array_checks.h"
 #include "bindings.h"
 
 namespace py = pybind11;
@@ -28,24 +29,6 @@ namespace nexus::python {
 namespace {
 
 using npy = py::detail::npy_api;
-
-// A byte-swapped float32 array has the same type number as a native one; its data would be read wrongly.
-constexpr char kSwappedOrder = std::endian::native == std::endian::big ? '<' : '>';
-
-[[noreturn]] void fail(const char* fn, const std::string& msg) { throw py::value_error(std::string(fn) + ": " + msg); }
-
-std::string describe(const py::array& a) {
-    // Built with += only: GCC 12 under LTO reports a false -Wstringop-overflow for `"literal" + std::string`.
-    std::string out = "dtype ";
-    out += std::string(py::str(a.dtype()));
-    out += ", shape (";
-    for (py::ssize_t i = 0; i < a.ndim(); ++i) {
-        if (i) out += ", ";
-        out += std::to_string(a.shape(i));
-    }
-    out += a.ndim() == 1 ? ",)" : ")";
-    return out;
-}
 
 // Checks a numpy array argument: exact dtype (native byte order), rank, C-contiguous, aligned and
 // (when written) writeable. `want` describes the expectation for the error message.

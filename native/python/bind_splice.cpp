@@ -13,6 +13,7 @@
 
 #include "../splice/rope_shift.h"
 #include "../splice/v_trans.h"
+#include "array_checks.h"
 #include "bindings.h"
 
 namespace py = pybind11;
@@ -23,22 +24,6 @@ namespace nexus::python {
 namespace {
 
 using npy = py::detail::npy_api;
-
-constexpr char kSwappedOrder = std::endian::native == std::endian::big ? '<' : '>';
-
-[[noreturn]] void fail(const char* fn, const std::string& msg) { throw py::value_error(std::string(fn) + ": " + msg); }
-
-std::string describe(const py::array& a) {
-    std::string out = "dtype ";
-    out += std::string(py::str(a.dtype()));
-    out += ", shape (";
-    for (py::ssize_t i = 0; i < a.ndim(); ++i) {
-        if (i) out += ", ";
-        out += std::to_string(a.shape(i));
-    }
-    out += a.ndim() == 1 ? ",)" : ")";
-    return out;
-}
 
 // A numpy array of exactly `kind`/`itemsize` in native byte order and rank `ndim`; `want` is for the message.
 py::array typed_array(py::handle h, const char* fn, const char* name, char kind, py::ssize_t itemsize, int ndim,

@@ -48,9 +48,9 @@ SPLICE_MODES: tuple[SpliceMode, ...] = ("auto", "on", "off")
 @dataclass(frozen=True)
 class SpliceConfig:
     """``mode``: ``auto`` splices the blocks that are predicted to win: those at their own anchor behind the header
-    they were compiled after, whose KV is what a prefill computes (the first candidate line of a decision), when that
-    saves ``min_saving`` tokens or more; it compiles missing blocks after the turn. ``on`` splices every block, with
-    the depth-adaptive repair, and compiles missing ones first: for measurement, since re-anchored candidate lines
+    they were compiled after, whose KV is a prefill's up to float noise (the first candidate line of a decision),
+    when that saves ``min_saving`` tokens or more; it compiles missing blocks after the turn. ``on`` splices every
+    block, with the depth-adaptive repair, and compiles missing ones first: for measurement, since re-anchored lines
     change the decision's picks (docs/measurements.md#compiled-tool-blocks). ``off`` never splices. ``root``: the
     block folder (default $NEXUS_HOME/atb)."""
 
@@ -180,7 +180,8 @@ class Splicer:
         placements: list[Placement] = []
         pos = 0
         for s in segments:
-            if s.splice:
+            # auto splices only a block at its own anchor: the others are not even looked up
+            if s.splice and (self.cfg.mode == "on" or pos == len(header)):
                 block = self.store.get(header, s.tokens)
                 if block is not None and (self.cfg.mode == "on" or pos == int(block.header.m0)):
                     placements.append(Placement(pos, block))

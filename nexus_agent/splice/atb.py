@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -178,36 +178,61 @@ class RopeSet:
         return (self.freq_base, self.freq_scale, self.ext_factor, self.attn_factor, self.beta_fast, self.beta_slow)
 
 
-def _fingerprint_digest(
-    arch_hash: int,
-    n_layer: int,
-    n_head_kv: int,
-    head_dim: int,
-    n_rot: int,
-    n_embd_k: int,
-    n_embd_v: int,
-    tokenizer_hash: int,
-    rope_type: int,
-    n_ctx_orig: int,
-    rope: tuple[RopeSet, ...],
-) -> str:
+class _FingerprintFields(Protocol):
+    """What the digest reads: ``ModelFingerprint`` and ``AtbHeader`` both have these (read-only) fields."""
+
+    @property
+    def arch_hash(self) -> int: ...
+
+    @property
+    def n_layer(self) -> int: ...
+
+    @property
+    def n_head_kv(self) -> int: ...
+
+    @property
+    def head_dim(self) -> int: ...
+
+    @property
+    def n_rot(self) -> int: ...
+
+    @property
+    def n_embd_k(self) -> int: ...
+
+    @property
+    def n_embd_v(self) -> int: ...
+
+    @property
+    def tokenizer_hash(self) -> int: ...
+
+    @property
+    def rope_type(self) -> int: ...
+
+    @property
+    def n_ctx_orig(self) -> int: ...
+
+    @property
+    def rope(self) -> tuple[RopeSet, ...]: ...
+
+
+def _fingerprint_digest(f: _FingerprintFields) -> str:
     # Canonical packing: fixed-width little-endian integers and float32 rope values, i.e. exactly what a header
     # holds, so a header and the fingerprint it was written from give the same digest.
     packed = b"nexus-atb-fingerprint/1" + struct.pack(
         "<IHHHHIIQBIB",
-        arch_hash,
-        n_layer,
-        n_head_kv,
-        head_dim,
-        n_rot,
-        n_embd_k,
-        n_embd_v,
-        tokenizer_hash,
-        rope_type,
-        n_ctx_orig,
-        len(rope),
+        f.arch_hash,
+        f.n_layer,
+        f.n_head_kv,
+        f.head_dim,
+        f.n_rot,
+        f.n_embd_k,
+        f.n_embd_v,
+        f.tokenizer_hash,
+        f.rope_type,
+        f.n_ctx_orig,
+        len(f.rope),
     )
-    for rs in rope:
+    for rs in f.rope:
         packed += struct.pack("<6f", *rs.values())
     return hashlib.blake2b(packed, digest_size=8).hexdigest()
 
@@ -283,19 +308,7 @@ class ModelFingerprint:
         values as float32 (as a header stores them, so :meth:`AtbHeader.fingerprint_digest` agrees). Blocks of
         this model live in ``$NEXUS_HOME/atb/<digest>/``.
         """
-        return _fingerprint_digest(
-            self.arch_hash,
-            self.n_layer,
-            self.n_head_kv,
-            self.head_dim,
-            self.n_rot,
-            self.n_embd_k,
-            self.n_embd_v,
-            self.tokenizer_hash,
-            self.rope_type,
-            self.n_ctx_orig,
-            self.rope,
-        )
+        return _fingerprint_digest(self)
 
 
 @dataclass(frozen=True)
@@ -416,19 +429,7 @@ class AtbHeader:
 
     def fingerprint_digest(self) -> str:
         """:meth:`ModelFingerprint.digest` of the model this block was compiled for (its folder name)."""
-        return _fingerprint_digest(
-            self.arch_hash,
-            self.n_layer,
-            self.n_head_kv,
-            self.head_dim,
-            self.n_rot,
-            self.n_embd_k,
-            self.n_embd_v,
-            self.tokenizer_hash,
-            self.rope_type,
-            self.n_ctx_orig,
-            self.rope,
-        )
+        return _fingerprint_digest(self)
 
     def to_bytes(self) -> bytes:
         """The 128 header bytes with a freshly computed header_crc. Packs without validating semantics (tools and
