@@ -20,18 +20,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from common import SHARED  # noqa: E402
+from splice_sweep import escalated  # noqa: E402
 
 from nexus_agent import defaults  # noqa: E402
-from nexus_agent.evaluation.routing import load_eval  # noqa: E402
-from nexus_agent.registry import load_registry  # noqa: E402
-from nexus_agent.routing.embedders import create_embedder  # noqa: E402
-from nexus_agent.routing.options import RouterOptions  # noqa: E402
 from nexus_agent.routing.rerank.llm_choice import LLMChoiceReranker  # noqa: E402
 from nexus_agent.routing.rerank.session import PrefixCachedLLM  # noqa: E402
-from nexus_agent.routing.router import build_router  # noqa: E402
-
-SETS = {"github_dev": ("github_dev.jsonl", "github_all"), "mixed_dev": ("mixed_dev.jsonl", "desktop_all")}
 
 
 class SplitLLM(PrefixCachedLLM):
@@ -53,17 +46,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=30, help="escalated requests, spread over both dev sets")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "decision_floor"))
     args = ap.parse_args()
-    reg = load_registry(SHARED / "mcp-registry")
-    emb = create_embedder(defaults.EMBEDDER)
-    work = []
-    for fname, profile in SETS.values():
-        router = build_router(reg.profile(profile), RouterOptions(reranker="none"), embedder=emb)
-        router.calibrate()
-        for it in load_eval(SHARED / "eval" / fname, reg):
-            res = router.route(it.query, it.history)
-            if res.escalated and res.candidates:
-                work.append((it, [router.tools[c.key] for c in res.candidates]))
-    work = work[:: max(1, len(work) // args.n)][: args.n]
+    work = escalated(args.n)
     llm = SplitLLM(defaults.CHAT_MODEL)
     decision = LLMChoiceReranker(llm=llm)
     picks: dict[bool, list[str | None]] = {False: [], True: []}
