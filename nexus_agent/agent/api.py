@@ -60,6 +60,8 @@ class AgentConfig(BaseModel):
     window_turns: int = Field(default=4, ge=0)
     # compiled tool blocks for the routing decision's candidate lines: auto | on | off (docs/atb-format.md)
     splice: Literal["auto", "on", "off"] = "auto"
+    # whether a request needs a tool: "llm" also asks the model (routing/judge.py), "exemplars" the embeddings only
+    relevance: Literal["llm", "exemplars"] = "llm"
 
 
 class NexusAgent:
@@ -113,7 +115,13 @@ class NexusAgent:
             Engine, EngineConfig(model=self.cfg.model, n_ctx=self.cfg.n_ctx, n_threads=self.cfg.n_threads)
         )
         self.router = await asyncio.to_thread(
-            build_router, list(self._tools.values()), self.engine, self.cfg.embedder, defaults.RERANKER, self.cfg.splice
+            build_router,
+            list(self._tools.values()),
+            self.engine,
+            self.cfg.embedder,
+            defaults.RERANKER,
+            self.cfg.splice,
+            self.cfg.relevance,
         )
         hub.add_tools_listener(self._on_tools_changed)
 

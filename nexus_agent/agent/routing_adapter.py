@@ -69,9 +69,11 @@ def build_router(
     embedder: str = DEFAULT_EMBEDDER,
     reranker: str | None = defaults.RERANKER,
     splice: Literal["auto", "on", "off"] = "auto",
+    relevance: Literal["llm", "exemplars"] = "llm",
 ) -> AgentRouter:
     """A router over ``tools``; escalations go to ``reranker`` running on ``engine`` (None: retrieval only).
-    ``splice``: compiled blocks for the decision's candidate lines."""
+    ``splice``: compiled blocks for the decision's candidate lines; ``relevance``: whether the relevance judge is
+    asked (routing/judge.py)."""
     decision = reranker if reranker and engine is not None else "none"
-    options = RouterOptions(embedder=embedder, reranker=decision, splice=splice)
+    options = RouterOptions(embedder=embedder, reranker=decision, splice=splice, relevance=relevance)
     return AgentRouter(router.build_router(list(tools), options, engine, embedder=shared_embedder(embedder)))

@@ -25,6 +25,9 @@ def eval_args(
     splice: str = typer.Option(
         "auto", "--splice", help="compiled tool blocks for the routing decision: auto, on (compile missing ones), off"
     ),
+    relevance: str = typer.Option(
+        "llm", "--relevance", help="whether a tool is needed: llm (ask the model too) or exemplars (embeddings only)"
+    ),
 ) -> None:
     """Route and write arguments for every item; check them BFCL-style."""
     from nexus_agent.agent.routing_adapter import build_router
@@ -35,6 +38,9 @@ def eval_args(
 
     if splice not in ("auto", "on", "off"):
         _err.print(f"[red]error:[/red] --splice must be auto, on or off, not {splice!r}")
+        raise typer.Exit(2)
+    if relevance not in ("llm", "exemplars"):
+        _err.print(f"[red]error:[/red] --relevance must be llm or exemplars, not {relevance!r}")
         raise typer.Exit(2)
     try:
         items = load_items(eval_file)
@@ -52,12 +58,13 @@ def eval_args(
         items = items[:limit]
     engine = Engine(EngineConfig(model=model or defaults.CHAT_MODEL, n_ctx=n_ctx))
     try:
-        router = build_router(tools, engine, embedder, splice=splice)  # type: ignore[arg-type]  # checked above
+        router = build_router(tools, engine, embedder, splice=splice, relevance=relevance)  # type: ignore[arg-type]
         summary, results = run_eval(items, tools, router, engine)
     finally:
         engine.close()
     summary["model"] = model or defaults.CHAT_MODEL
     summary["splice"] = splice
+    summary["relevance"] = relevance
     lo, hi = summary["end_to_end_accuracy_ci95"]
     print(
         f"eval-args n={summary['n']} routing={summary['routing_accuracy']:.3f} "

@@ -29,6 +29,16 @@ class Splice(StrEnum):
 _SPLICE_DEFAULT = Splice(_D.splice)
 
 
+class Relevance(StrEnum):
+    """--relevance: typer checks the value against these."""
+
+    llm = "llm"
+    exemplars = "exemplars"
+
+
+_RELEVANCE_DEFAULT = Relevance(_D.relevance)
+
+
 RegistryOpt = Annotated[Path, typer.Option("--registry", help="registry folder (<server>/<tool>.json) or tool folder")]
 ProfileOpt = Annotated[str | None, typer.Option("--profile", help="profile name from profiles.json (default: all)")]
 EmbedderOpt = Annotated[str, typer.Option("--embedder", help="embedder backend: minilm-tools, minilm, nomic, st")]
@@ -46,6 +56,10 @@ ThreadsOpt = Annotated[int, typer.Option("--threads", help="CPU threads for the 
 SpliceOpt = Annotated[
     Splice,
     typer.Option("--splice", help="compiled tool blocks for the LLM decision: auto, on (compile missing ones), off"),
+]
+RelevanceOpt = Annotated[
+    Relevance,
+    typer.Option("--relevance", help="whether a tool is needed: llm (ask the decision's LLM too) or exemplars"),
 ]
 
 
@@ -83,6 +97,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
         threads: ThreadsOpt = _D.threads,
         splice: SpliceOpt = _SPLICE_DEFAULT,
+        relevance: RelevanceOpt = _RELEVANCE_DEFAULT,
     ) -> None:
         """Rank the tools for QUERY and show the gate's decision (auto, escalated or no-tool)."""
         _, _, router = _router(registry, profile, _options(locals()))
@@ -101,6 +116,7 @@ def register(app: typer.Typer) -> None:
             f"decision: {res.decision}  tool: {res.tool or '-'}  margin={res.margin:.4f} "
             f"tau={calib['tau']:.4f}  latency={res.latency_ms:.1f}ms"
             + ("" if res.exemplar_similarity is None else f"  no-tool exemplar={res.exemplar_similarity:.4f}")
+            + ("" if res.judge_log_odds is None else f"  judge log-odds={res.judge_log_odds:+.2f}")
         )
 
     @app.command("eval-routing")
@@ -122,13 +138,18 @@ def register(app: typer.Typer) -> None:
         limit: Annotated[int | None, typer.Option("--limit", help="only the first N lines")] = None,
         threads: ThreadsOpt = _D.threads,
         splice: SpliceOpt = _SPLICE_DEFAULT,
+        relevance: RelevanceOpt = _RELEVANCE_DEFAULT,
+        split: Annotated[str | None, typer.Option("--split", help="only this split's lines: tune or check")] = None,
     ) -> None:
         """Evaluate routing on an eval set; prints a one-line summary and writes the JSON summary."""
         from nexus_agent.evaluation.files import write_json
         from nexus_agent.evaluation.routing import evaluate, load_eval, summary_line
 
         reg, tools, router = _router(registry, profile, _options(locals()))
-        items = load_eval(eval_file, reg)[:limit]
+        try:
+            items = load_eval(eval_file, reg, split)[:limit]
+        except ValueError as e:
+            raise typer.BadParameter(str(e), param_hint="--split") from e
         calib = router.calibrate()
         summary, _ = evaluate(router, items, [t.qualified_name for t in tools], n_tools, seed)
         summary.update(
@@ -140,6 +161,8 @@ def register(app: typer.Typer) -> None:
                 "profile": profile,
                 "seed": seed,
                 "splice": splice.value,
+                "relevance": relevance.value,
+                "split": split,
             }
         )
         write_json(json_out, summary)

@@ -230,6 +230,9 @@ def run(
     splice: str = typer.Option(
         "auto", "--splice", help="compiled tool blocks for the routing decision: auto, on (compile missing ones), off"
     ),
+    relevance: str = typer.Option(
+        "llm", "--relevance", help="whether a tool is needed: llm (ask the model too) or exemplars (embeddings only)"
+    ),
 ) -> None:
     """Run the agent against MCP servers."""
     from nexus_agent.agent.api import DEFAULT_MODEL, AgentConfig
@@ -238,6 +241,9 @@ def run(
 
     if splice not in ("auto", "on", "off"):
         _err.print(f"[red]error:[/red] --splice must be auto, on or off, not {splice!r}")
+        raise typer.Exit(2)
+    if relevance not in ("llm", "exemplars"):
+        _err.print(f"[red]error:[/red] --relevance must be llm or exemplars, not {relevance!r}")
         raise typer.Exit(2)
     if not mcp and config is None:
         _err.print("[red]error:[/red] give --mcp PRESET (e.g. --mcp github) and/or --config FILE")
@@ -251,6 +257,7 @@ def run(
             embedder=embedder,
             n_ctx=n_ctx,
             splice=splice,
+            relevance=relevance,
         )
     except ValidationError as e:
         _err.print(f"[red]error:[/red] bad option: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}")

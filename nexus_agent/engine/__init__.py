@@ -2,6 +2,7 @@
 
 from nexus_agent.engine.engine import (
     MAIN,
+    RELEVANCE,
     SCRATCH,
     SIDECAR,
     Engine,
@@ -10,4 +11,4 @@ from nexus_agent.engine.engine import (
     common_prefix_len,
 )
 
-__all__ = ["MAIN", "SCRATCH", "SIDECAR", "Engine", "EngineConfig", "Generation", "common_prefix_len"]
+__all__ = ["MAIN", "RELEVANCE", "SCRATCH", "SIDECAR", "Engine", "EngineConfig", "Generation", "common_prefix_len"]

@@ -8,6 +8,8 @@ Sequences of the single context (``kv_unified`` so they can share cells):
 * ``SCRATCH`` (2): short-lived scoring (rerankers, TTFT arms).
 * ``COMPILE`` (3) and ``PROBE`` (5): compiling tool blocks (the header, then one block at a time).
 * ``SPLICE`` (4): where a spliced blob lands before ``seq_cp`` moves its cells into the target sequence.
+* ``RELEVANCE`` (6): the relevance judge's yes/no question (routing/judge.py); its instructions stay pinned
+  there, out of the way of the routing decision's own pinned head in ``SIDECAR``.
 * ``TEMP_SEQS`` (8..39): one per run of tokens re-decoded inside a spliced region (llama.cpp wants each
   sequence's batch positions to continue its stored ones, so a run in the middle gets its own copy of the prefix).
 
@@ -32,7 +34,7 @@ from nexus_agent.llm import ContextConfig, LlamaContext, LlamaModel, Sampler
 from nexus_agent.models import resolve
 from nexus_agent.splice.atb import ModelFingerprint
 
-MAIN, SIDECAR, SCRATCH, COMPILE, SPLICE, PROBE = 0, 1, 2, 3, 4, 5
+MAIN, SIDECAR, SCRATCH, COMPILE, SPLICE, PROBE, RELEVANCE = 0, 1, 2, 3, 4, 5, 6
 TEMP_SEQS = tuple(range(8, 40))
 N_SEQ = 40
 

@@ -8,7 +8,7 @@ A line of ``data/eval/followups.jsonl`` is an eval line (``id``, ``query``, ``to
   the tool returned;
 - ``kind``: what the last request leans on (:data:`KINDS`); ``no-tool`` (with ``tool`` null) marks a follow-up
   the conversation answers without a tool (``followups_no_tool.jsonl``: what follow-up handling must not call);
-- ``split``: ``tune`` or ``check``, drawn once by :func:`assign_splits` (seeded): tuning reads only ``tune``.
+- ``split``: ``tune`` or ``check``, drawn once by ``evaluation.splits`` (seeded): tuning reads only ``tune``.
 
 The turns are replayed through the agent's own :class:`~nexus_agent.agent.history.Conversation`, so routing and
 argument writing see exactly the window (surrogates included) that a live session would have given them.
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -33,10 +32,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nexus_agent.agent.history import Conversation, Turn, surrogate
 from nexus_agent.evaluation.files import read_jsonl
+from nexus_agent.evaluation.splits import split_file
 from nexus_agent.registry import Registry, load_registry
 
 PROFILE = "desktop_realistic"
-SPLIT_SEED = 20261203
 Kind = Literal["pronoun", "ordinal", "same", "undo", "before", "switch", "smalltalk", "detail", "no-tool"]
 KINDS: tuple[str, ...] = get_args(Kind)
 
@@ -169,17 +168,6 @@ def check_file(path: Path, registry: Registry, profile: str = PROFILE) -> list[s
     return problems
 
 
-def assign_splits(lines: list[dict[str, Any]], seed: int = SPLIT_SEED, tune_share: float = 0.5) -> None:
-    """Set ``split`` on every line: a seeded shuffle of the ids, the first ``tune_share`` of them ``tune``."""
-    if any("split" in line for line in lines):
-        raise ValueError("the split is drawn once: some lines already carry one")
-    ids = sorted(line["id"] for line in lines)
-    random.Random(seed).shuffle(ids)
-    tune = set(ids[: round(len(ids) * tune_share)])
-    for line in lines:
-        line["split"] = "tune" if line["id"] in tune else "check"
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m nexus_agent.evaluation.dialogues")
     ap.add_argument("command", choices=["check", "split"])
@@ -195,14 +183,12 @@ def main(argv: list[str] | None = None) -> int:
         servers = Counter(r.get("server") for r in rows)
         print(f"{len(rows)} dialogues, {len(problems)} problems; kinds {dict(kinds)}; servers {dict(servers)}")
         return 1 if problems else 0
-    lines = [r for _, r in read_jsonl(a.file)]
     try:
-        assign_splits(lines)
+        counts = split_file(a.file)
     except ValueError as e:
         print(f"{a.file}: {e}", file=sys.stderr)
         return 2
-    a.file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in lines), encoding="utf-8")
-    print(f"{a.file}: {Counter(r['split'] for r in lines)}")
+    print(f"{a.file}: {counts}")
     return 0
 
 

@@ -30,6 +30,7 @@ class EvalLine(BaseModel):
     server: str | None = None
     alt_tools: list[str] | None = None
     history: list[dict[str, Any]] | None = None
+    split: str | None = None  # "tune" or "check" (evaluation/splits.py)
 
 
 @dataclass
@@ -40,11 +41,14 @@ class EvalItem:
     history: list[dict[str, str]] = field(default_factory=list)
 
 
-def load_eval(path: Path, registry: Registry) -> list[EvalItem]:
-    """The eval set's lines, with gold tools resolved in ``registry``; an item without ``id`` is ``line<N>``."""
+def load_eval(path: Path, registry: Registry, split: str | None = None) -> list[EvalItem]:
+    """The eval set's lines (only ``split``'s when given), with gold tools resolved in ``registry``; an item
+    without ``id`` is ``line<N>``. :class:`ValueError` when ``split`` is given and no line carries it."""
     items = []
     for lineno, raw in read_jsonl(path):
         line = EvalLine.model_validate(raw)
+        if split is not None and line.split != split:
+            continue
         gold: set[str] = set()
         if line.tool is not None:
             gold.add(registry.find(line.tool, line.server).qualified_name)
@@ -52,6 +56,8 @@ def load_eval(path: Path, registry: Registry) -> list[EvalItem]:
                 gold.add(registry.find(alt, line.server).qualified_name)
         hist = [{"role": str(h.get("role", "user")), "content": str(h.get("content", ""))} for h in line.history or []]
         items.append(EvalItem(line.id or f"line{lineno}", line.query, gold, hist))
+    if split is not None and not items:
+        raise ValueError(f"{path}: no line has split {split!r}")
     return items
 
 
@@ -128,6 +134,14 @@ def summarize(results: Sequence[ItemResult], pool: int) -> dict[str, Any]:
     if none_items:
         out["no_tool_false_positive_rate"] = sum(r.result.tool is not None for r in none_items) / len(none_items)
         out["n_no_tool"] = len(none_items)
+    if tool_items:
+        # the other side of relevance: a request that needs a tool, answered with none
+        out["tool_turned_away_rate"] = sum(r.result.tool is None for r in tool_items) / len(tool_items)
+    judged = [r.result.judge_ms for r in results if r.result.judge_ms is not None]
+    # the relevance judge (routing/judge.py): how often it was asked, and its median wall time when it was
+    out["n_judged"] = len(judged)
+    out["judge_ms_p50"] = percentile(judged, 50) if judged else None
+    out["judge_rate_tool"] = sum(r.result.judge_ms is not None for r in tool_items) / nt if tool_items else None
     # The most a perfect final decision could score with this retrieval and gate: items the gate keeps
     # final count as they are, an escalated item counts as right whenever its gold tool is in the pool
     # (or it needs none). The gap to `accuracy` is the decision's; the rest is retrieval's and the gate's.
@@ -160,4 +174,8 @@ def summary_line(s: dict[str, Any]) -> str:
     )
     if "no_tool_false_positive_rate" in s:
         line += f" no_tool_fp={s['no_tool_false_positive_rate']:.3f}"
+    if "tool_turned_away_rate" in s:
+        line += f" turned_away={s['tool_turned_away_rate']:.3f}"
+    if s.get("judge_ms_p50") is not None:
+        line += f" judged={s['n_judged']} judge_p50={s['judge_ms_p50']:.0f}ms"
     return line + f" ceiling={s['accuracy_ceiling']:.3f}"

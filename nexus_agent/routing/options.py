@@ -66,6 +66,13 @@ class RouterConfig:
     followup_related_first: bool = True  # the previous tool and its siblings head the decision's list
     followup_none_fallback: bool = True  # a follow-up the decision gives no tool keeps retrieval's top-1
     followup_rewrite: bool = False  # the context is the LLM's standalone rewrite instead (routing/rewrite.py)
+    # The relevance judge (routing/judge.py): the decision's LLM is asked "does this need a tool?" before a tool is
+    # picked; below this log-odds of yes over no the request gets no tool (docs/measurements.md#relevance-judge).
+    judge: bool = True
+    judge_threshold: float = -0.9
+    # which requests it is asked about: "always", or "no_object": not those that name a concrete object of the user's
+    # (a URL, path, owner/repo, #N, an identifier: judge.names_concrete_object), which general knowledge cannot answer
+    judge_ask: Literal["always", "no_object"] = "no_object"
 
 
 _CONFIG = RouterConfig()
@@ -89,7 +96,19 @@ class RouterOptions(BaseModel):
     threads: int = 2  # CPU threads of a standalone LLM decision (embedders run single-threaded: short inputs)
     # compiled tool blocks for the LLM decision's candidate lines (docs/atb-format.md): auto | on | off
     splice: Literal["auto", "on", "off"] = "auto"
+    # whether a request needs a tool at all: "llm" asks the decision's LLM (routing/judge.py) on top of the
+    # embedding tests; "exemplars": the embedding tests alone (relevance.py). Without an LLM decision
+    # (reranker "none" or a cross-encoder) only the embedding tests run.
+    relevance: Literal["llm", "exemplars"] = "llm"
 
     def config(self, tuning: RouterConfig | None = None) -> RouterConfig:
         """``tuning`` (default ``RouterConfig()``) with these options' pipeline knobs set."""
-        return replace(tuning or _CONFIG, pool=self.pool, gate=self.gate, synthetic=self.synthetic, hybrid=self.hybrid)
+        base = tuning or _CONFIG
+        return replace(
+            base,
+            pool=self.pool,
+            gate=self.gate,
+            synthetic=self.synthetic,
+            hybrid=self.hybrid,
+            judge=base.judge and self.relevance == "llm",
+        )

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nexus_agent import defaults
-from nexus_agent.engine import SIDECAR, Engine
+from nexus_agent.engine import RELEVANCE, SIDECAR, Engine
 from nexus_agent.engine.blocks import SpliceConfig
 from nexus_agent.registry import Tool
 from nexus_agent.routing.calibration import Calibration
@@ -39,6 +39,7 @@ from nexus_agent.routing.followup import (
 )
 from nexus_agent.routing.gate import Gate
 from nexus_agent.routing.index import F32, EmbeddingCache, ToolIndex
+from nexus_agent.routing.judge import Judgement, RelevanceJudge, names_concrete_object
 from nexus_agent.routing.options import RouterConfig, RouterOptions
 from nexus_agent.routing.query import for_retrieval, is_question, refers_back
 from nexus_agent.routing.relevance import looks_like_no_tool
@@ -58,6 +59,7 @@ __all__ = [
     "RouterOptions",
     "build_router",
     "create_decision",
+    "create_judge",
 ]
 
 Decision = Literal["auto", "escalated", "no-tool"]
@@ -85,6 +87,8 @@ class RouteResult:
     escalated: bool = False  # the gate sent it to the reranker (its outcome may still be no-tool)
     exemplar_similarity: float | None = None  # best cosine to a no-tool exemplar (None: exemplars off)
     decision_ms: float | None = None  # wall time of the reranker's decision (None: it was not asked)
+    judge_log_odds: float | None = None  # the relevance judge's yes-over-no log-odds (None: it was not asked)
+    judge_ms: float | None = None  # wall time of the relevance judge's call (None: it was not asked)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -101,9 +105,11 @@ class Router:
         reranker: Reranker | None = None,
         synthetic: dict[str, list[str]] | None = None,
         rewriter: Rewriter | None = None,
+        judge: RelevanceJudge | None = None,
     ) -> None:
         cfg = cfg or RouterConfig()
         self.reranker = reranker
+        self.judge = judge  # asked when cfg.judge (routing/judge.py)
         self.rewriter = rewriter  # used when cfg.followup_rewrite (routing/rewrite.py)
         self.index = ToolIndex(tools, embedder, cfg, synthetic)
         self.calibration = Calibration(self.index, cfg, self._margin)
@@ -359,6 +365,14 @@ class Router:
         points_back = points_back or (following is not None and self.cfg.followup_escalate)
         escalate = self.cfg.always_escalate or (self.cfg.gate and (not gate.decide(margin) or points_back or reordered))
         relevant, small_talk, ex_sim = self._relevance(qvec, pool, allowed)
+        judged = self._judge(query, allowed) if relevant and following is None else None
+        if judged is not None and judged.log_odds < self.cfg.judge_threshold:
+            # the judge says general knowledge answers it: no tool, and no decision to wait for
+            ms = (time.perf_counter() - t0) * 1e3
+            return RouteResult(
+                pool, "no-tool", None, margin, ms, [], escalate, ex_sim, None, judged.log_odds, judged.ms
+            )
+        verdict = (judged.log_odds, judged.ms) if judged is not None else (None, None)
         # Below the floor nothing fits, and the LLM reranker, asked to choose among candidates, tends to choose
         # one anyway (docs/measurements.md#relevance). With history the request may lean on earlier turns ("open
         # a PR there") that the reranker sees and the embedding does not, so it decides; but not when the request
@@ -367,7 +381,7 @@ class Router:
             decision: Decision = ("escalated" if escalate else "auto") if relevant else "no-tool"
             tool = cands[0].key if relevant else None
             ms = (time.perf_counter() - t0) * 1e3
-            return RouteResult(pool, decision, tool, margin, ms, escalated=escalate, exemplar_similarity=ex_sim)
+            return RouteResult(pool, decision, tool, margin, ms, [], escalate, ex_sim, None, *verdict)
         hint = following if self.cfg.followup_hint else None
         t_decide = time.perf_counter()
         res = self.reranker.rerank(query, [self.tools[c.key] for c in pool], history, previous=hint)
@@ -378,7 +392,17 @@ class Router:
             choice = pool[0].key
         decision = "escalated" if choice is not None else "no-tool"
         ms = (time.perf_counter() - t0) * 1e3
-        return RouteResult(pool, decision, choice, margin, ms, res.scores, True, ex_sim, decision_ms)
+        return RouteResult(pool, decision, choice, margin, ms, res.scores, True, ex_sim, decision_ms, *verdict)
+
+    def _judge(self, query: str, allowed: set[str] | None) -> Judgement | None:
+        """The relevance judge's answer for a request retrieval would give a tool; None when it is not asked: no
+        judge, switched off, or (``judge_ask="no_object"``) the request names an object of its own."""
+        if self.judge is None or not self.cfg.judge:
+            return None
+        if self.cfg.judge_ask == "no_object" and names_concrete_object(query):
+            return None
+        tools = self.tools.values() if allowed is None else [self.tools[k] for k in allowed if k in self.tools]
+        return self.judge.judge(query, tools)
 
     def _keep_related(self, pool: list[Candidate], cands: list[Candidate], previous: PreviousTurn) -> list[Candidate]:
         """``pool`` with the previous tool and its closest siblings in it (they replace the pool's tail): the
@@ -413,6 +437,15 @@ def create_decision(options: RouterOptions, engine: Engine | None = None) -> Rer
     return create_reranker(name, llm=standalone_llm(model, options.threads, splice))
 
 
+def create_judge(reranker: Reranker | None) -> RelevanceJudge | None:
+    """The relevance judge over an LLM decision's engine, in its own sequence (``RELEVANCE``), so its pinned
+    instructions and the decision's pinned head do not evict each other; None when there is no LLM decision."""
+    llm = getattr(reranker, "llm", None)
+    if not isinstance(llm, PrefixCachedLLM):
+        return None
+    return RelevanceJudge(PrefixCachedLLM(engine=llm.engine, seq=RELEVANCE))
+
+
 def build_router(
     tools: Iterable[Tool],
     options: RouterOptions | None = None,
@@ -436,4 +469,6 @@ def build_router(
         reranker = None
     elif reranker is None:
         reranker = create_decision(options, engine)
-    return Router(tools, emb, options.config(tuning), reranker)
+    cfg = options.config(tuning)
+    judge = create_judge(reranker) if cfg.judge else None
+    return Router(tools, emb, cfg, reranker, judge=judge)

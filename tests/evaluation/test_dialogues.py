@@ -10,13 +10,13 @@ import pytest
 
 from nexus_agent.evaluation.args import replay
 from nexus_agent.evaluation.dialogues import (
-    assign_splits,
     check_file,
     conversation_of,
     load_dialogues,
     main,
 )
 from nexus_agent.evaluation.files import read_jsonl
+from nexus_agent.evaluation.splits import assign_splits
 from nexus_agent.registry import load_registry
 
 
