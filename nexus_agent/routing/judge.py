@@ -123,7 +123,8 @@ class RelevanceJudge:
         return self._heads[servers]
 
     def _first_tokens(self, words: Iterable[str]) -> list[int]:
-        return sorted({ids[0] for w in words if (ids := self.llm.tokenize(w))})
+        """The ids of the spellings that are one token each (a spelling split in two is not an answer token)."""
+        return sorted({ids[0] for w in words if len(ids := self.llm.tokenize(w)) == 1})
 
     @staticmethod
     def messages(query: str, servers: str) -> list[dict[str, str]]:

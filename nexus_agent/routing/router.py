@@ -13,6 +13,7 @@ floors, the exemplar test's vectors) and :class:`Router` (the decision), built b
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -61,6 +62,8 @@ __all__ = [
     "create_decision",
     "create_judge",
 ]
+
+log = logging.getLogger(__name__)
 
 Decision = Literal["auto", "escalated", "no-tool"]
 # (request, history) -> the request rewritten to stand on its own (routing/rewrite.py)
@@ -443,7 +446,11 @@ def create_judge(reranker: Reranker | None) -> RelevanceJudge | None:
     llm = getattr(reranker, "llm", None)
     if not isinstance(llm, PrefixCachedLLM):
         return None
-    return RelevanceJudge(PrefixCachedLLM(engine=llm.engine, seq=RELEVANCE))
+    try:
+        return RelevanceJudge(PrefixCachedLLM(engine=llm.engine, seq=RELEVANCE))
+    except ValueError as e:  # a vocabulary without one-token answers: the embedding tests decide alone
+        log.warning("relevance judge off for %s: %s", llm.engine.model.path.name, e)
+        return None
 
 
 def build_router(
