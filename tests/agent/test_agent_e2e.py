@@ -156,17 +156,36 @@ def test_bad_config_names_file_key_and_problem(tmp_path: Path) -> None:
     assert "bad.json" in err and "mcpServers.github.command" in err
 
 
-def test_a_question_about_no_named_object_is_answered_not_refused(agent: SyncNexusAgent) -> None:
-    """Retrieval sends this conceptual question to merge_pull_request (auto); the model then makes up a PR number.
-    It was refused with "say which one you mean"; a question that names none of a write's objects is answered."""
+def test_a_question_about_no_named_object_is_answered_without_a_tool(agent: SyncNexusAgent) -> None:
+    """Retrieval alone sends this conceptual question to merge_pull_request; the relevance judge (routing/judge.py)
+    reads it as general knowledge, so no tool is routed and the model answers."""
     before = len(agent.agent.conversation.turns)
     events = agent.run("what's the difference between git merge and git rebase, conceptually?")
     route = events[0]
-    assert route.type == "route" and route.tool == "github__merge_pull_request", route  # the case guarded
-    assert not any(e.type in ("tool_call", "error") for e in events), [e.type for e in events]
-    assert [e.name for e in events if e.type == "tool_skipped"] == ["merge_pull_request"]  # type: ignore[union-attr]
+    assert route.type == "route" and route.decision == "no-tool", route
+    assert route.candidates[0].name == "github__merge_pull_request", route  # type: ignore[union-attr]  # the case
+    assert not any(e.type in ("tool_call", "tool_skipped", "error") for e in events), [e.type for e in events]
     assert events[-1].type == "answer" and events[-1].text.strip(), events[-1]  # type: ignore[union-attr]
     assert len(agent.agent.conversation.turns) == before + 1
+
+
+def test_without_the_judge_a_question_routed_to_a_write_is_answered_not_refused(tmp_path: Path) -> None:
+    """The safety rule behind the judge: with the embedding tests alone the question goes to merge_pull_request
+    (auto) and the model makes up a PR number. It was refused with "say which one you mean"; a question that names
+    none of a write's objects is answered, the write skipped."""
+    a = SyncNexusAgent(
+        AgentConfig(model="qwen0.5b", config_file=_sandbox_config(tmp_path), n_ctx=4096, relevance="exemplars"),
+        confirm=lambda name, args, ann: False,
+    )
+    try:
+        events = a.run("what's the difference between git merge and git rebase, conceptually?")
+        route = events[0]
+        assert route.type == "route" and route.tool == "github__merge_pull_request", route  # the case guarded
+        assert not any(e.type in ("tool_call", "error") for e in events), [e.type for e in events]
+        assert [e.name for e in events if e.type == "tool_skipped"] == ["merge_pull_request"]  # type: ignore[union-attr]
+        assert events[-1].type == "answer" and events[-1].text.strip(), events[-1]  # type: ignore[union-attr]
+    finally:
+        a.close()
 
 
 def test_a_question_does_not_merge_even_with_yes(tmp_path: Path) -> None:
