@@ -83,10 +83,10 @@ def test_the_judge_scores_yes_over_no_and_pins_its_instructions(registry_dir: Pa
     assert RelevanceJudge(WordLLM(yes_logit=-3.0)).judge("hi", tools).log_odds == pytest.approx(-3.0, abs=1e-6)
 
 
-def test_a_vocabulary_that_cannot_tell_yes_from_no_is_refused() -> None:
+def test_a_vocabulary_without_one_token_answers_is_refused() -> None:
     class Chars(WordLLM):
         def tokenize(self, text: str) -> list[int]:
-            return [ord(c) for c in text]  # " A" and " B" both start with a space
+            return [ord(c) for c in text] + [0]  # no answer letter is one token
 
     with pytest.raises(ValueError, match="tell"):
         RelevanceJudge(Chars(0.0))
