@@ -19,22 +19,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import NO_TOOL, ROOT, SHARED
+from common import ROOT, SHARED
+from relevance_judge import SETS  # the same sets, parts and profiles as the tuning sweep
 
 from nexus_agent.evaluation.routing import evaluate, load_eval
 from nexus_agent.registry import load_registry
 from nexus_agent.routing.embedders import create_embedder
 from nexus_agent.routing.router import RouterOptions, build_router, create_decision
 
-EVAL = ROOT / "data" / "eval"
-# (set, file, profiles, has a split): the no-tool sets at the two profiles, tool sets at their own
-SETS: list[tuple[str, Path, tuple[str, ...], bool]] = [
-    ("no_tool", EVAL / "no_tool.jsonl", ("github_all", "desktop_realistic"), True),
-    ("no_tool_old", NO_TOOL, ("github_all", "desktop_realistic"), False),
-    ("tool_questions", EVAL / "tool_questions.jsonl", ("desktop_realistic",), True),
-    ("github_dev", SHARED / "eval" / "github_dev.jsonl", ("github_all",), True),
-    ("mixed_dev", SHARED / "eval" / "mixed_dev.jsonl", ("desktop_all",), True),
-]
 KEYS = (
     "n",
     "accuracy",

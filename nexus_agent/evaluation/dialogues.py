@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nexus_agent.agent.history import Conversation, Turn, surrogate
 from nexus_agent.evaluation.files import read_jsonl
-from nexus_agent.evaluation.splits import split_file
+from nexus_agent.evaluation.splits import main as split_main
 from nexus_agent.registry import Registry, load_registry
 
 PROFILE = "desktop_realistic"
@@ -183,13 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         servers = Counter(r.get("server") for r in rows)
         print(f"{len(rows)} dialogues, {len(problems)} problems; kinds {dict(kinds)}; servers {dict(servers)}")
         return 1 if problems else 0
-    try:
-        counts = split_file(a.file)
-    except ValueError as e:
-        print(f"{a.file}: {e}", file=sys.stderr)
-        return 2
-    print(f"{a.file}: {counts}")
-    return 0
+    return split_main([str(a.file)])  # the seeded split every evaluation set takes (evaluation/splits.py)
 
 
 if __name__ == "__main__":

@@ -9,55 +9,39 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
+from test_decision_llm import CharLLM
 from test_router import HashEmbedder
 
-from nexus_agent.engine.blocks import Segment
 from nexus_agent.registry import Tool, load_registry
 from nexus_agent.routing.followup import PreviousTurn
 from nexus_agent.routing.judge import RelevanceJudge, _servers_line, names_concrete_object
 from nexus_agent.routing.router import Router, RouterConfig
 
 
-class WordLLM:
+class WordLLM(CharLLM):
     """One token per character, except the answer letters (with and without a space), one token each; after any
     prompt the logits put B ("needs a lookup") at ``yes_logit`` and A ("general") at 0."""
 
     WORDS = ("B", " B", "A", " A")
 
     def __init__(self, yes_logit: float) -> None:
+        super().__init__(answer="")
         self.yes_logit = yes_logit
-        self.pinned: list[int] = []
         self.prompts: list[str] = []
 
     def render(self, messages: list[dict[str, str]]) -> list[int]:
-        text = "".join(f"<{m['role']}>{m['content']}" for m in messages)
-        self.prompts.append(text)
-        return [ord(c) for c in text]
+        self.prompts.append("".join(f"<{m['role']}>{m['content']}" for m in messages))
+        return super().render(messages)
 
     def logits_after(self, tokens: Sequence[int]) -> npt.NDArray[np.float32]:
         out = np.zeros(0x11000, dtype=np.float32)
         out[0x10000 : 0x10000 + 2] = self.yes_logit  # the two spellings of B
         return out
 
-    def render_parts(self, messages: list[dict[str, str]], stable: Sequence[str]) -> list[Segment]:
-        return [Segment(tuple(self.render(messages)))]
-
-    def logits_after_parts(self, parts: Sequence[Segment]) -> npt.NDArray[np.float32]:
-        return self.logits_after([t for p in parts for t in p.tokens])
-
-    def settle(self) -> None:
-        pass
-
-    def pin(self, n_tokens: int) -> None:
-        self.pinned.append(n_tokens)
-
     def tokenize(self, text: str) -> list[int]:
         if text in self.WORDS:
             return [0x10000 + self.WORDS.index(text)]
-        return [ord(c) for c in text]
-
-    def eos(self) -> int:
-        return 0
+        return super().tokenize(text)
 
 
 @pytest.fixture(autouse=True)
