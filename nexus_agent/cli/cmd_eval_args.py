@@ -8,6 +8,7 @@ import typer
 from rich.console import Console
 
 from nexus_agent import defaults
+from nexus_agent.cli.cmd_route import RELEVANCE_DEFAULT, SPLICE_DEFAULT, RelevanceOpt, SpliceOpt
 
 _err = Console(stderr=True)
 
@@ -22,12 +23,8 @@ def eval_args(
     limit: int | None = typer.Option(None, "--limit", help="first N items only"),
     split: str | None = typer.Option(None, "--split", help="only the items of this split (dialogues: tune, check)"),
     n_ctx: int = typer.Option(8192, "--n-ctx"),
-    splice: str = typer.Option(
-        "auto", "--splice", help="compiled tool blocks for the routing decision: auto, on (compile missing ones), off"
-    ),
-    relevance: str = typer.Option(
-        "llm", "--relevance", help="whether a tool is needed: llm (ask the model too) or exemplars (embeddings only)"
-    ),
+    splice: SpliceOpt = SPLICE_DEFAULT,
+    relevance: RelevanceOpt = RELEVANCE_DEFAULT,
 ) -> None:
     """Route and write arguments for every item; check them BFCL-style."""
     from nexus_agent.agent.routing_adapter import build_router
@@ -36,12 +33,6 @@ def eval_args(
     from nexus_agent.evaluation.files import write_json
     from nexus_agent.registry import RegistryError, load_registry
 
-    if splice not in ("auto", "on", "off"):
-        _err.print(f"[red]error:[/red] --splice must be auto, on or off, not {splice!r}")
-        raise typer.Exit(2)
-    if relevance not in ("llm", "exemplars"):
-        _err.print(f"[red]error:[/red] --relevance must be llm or exemplars, not {relevance!r}")
-        raise typer.Exit(2)
     try:
         items = load_items(eval_file)
         reg = load_registry(registry)
@@ -58,13 +49,13 @@ def eval_args(
         items = items[:limit]
     engine = Engine(EngineConfig(model=model or defaults.CHAT_MODEL, n_ctx=n_ctx))
     try:
-        router = build_router(tools, engine, embedder, splice=splice, relevance=relevance)  # type: ignore[arg-type]
+        router = build_router(tools, engine, embedder, splice=splice.value, relevance=relevance.value)
         summary, results = run_eval(items, tools, router, engine)
     finally:
         engine.close()
     summary["model"] = model or defaults.CHAT_MODEL
-    summary["splice"] = splice
-    summary["relevance"] = relevance
+    summary["splice"] = splice.value
+    summary["relevance"] = relevance.value
     lo, hi = summary["end_to_end_accuracy_ci95"]
     print(
         f"eval-args n={summary['n']} routing={summary['routing_accuracy']:.3f} "

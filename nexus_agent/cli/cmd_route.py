@@ -26,7 +26,7 @@ class Splice(StrEnum):
     off = "off"
 
 
-_SPLICE_DEFAULT = Splice(_D.splice)
+SPLICE_DEFAULT = Splice(_D.splice)
 
 
 class Relevance(StrEnum):
@@ -36,7 +36,7 @@ class Relevance(StrEnum):
     exemplars = "exemplars"
 
 
-_RELEVANCE_DEFAULT = Relevance(_D.relevance)
+RELEVANCE_DEFAULT = Relevance(_D.relevance)
 
 
 RegistryOpt = Annotated[Path, typer.Option("--registry", help="registry folder (<server>/<tool>.json) or tool folder")]
@@ -53,6 +53,7 @@ SynthOpt = Annotated[
 ]
 HybridOpt = Annotated[bool, typer.Option("--hybrid/--no-hybrid", help="fuse BM25 with dense retrieval")]
 ThreadsOpt = Annotated[int, typer.Option("--threads", help="CPU threads for the models")]
+# --splice and --relevance, shared with ``run`` and ``eval-args``: typer checks the value against the enum
 SpliceOpt = Annotated[
     Splice,
     typer.Option("--splice", help="compiled tool blocks for the LLM decision: auto, on (compile missing ones), off"),
@@ -96,8 +97,8 @@ def register(app: typer.Typer) -> None:
         top: Annotated[int, typer.Option("--top", help="candidates to print")] = 10,
         as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
         threads: ThreadsOpt = _D.threads,
-        splice: SpliceOpt = _SPLICE_DEFAULT,
-        relevance: RelevanceOpt = _RELEVANCE_DEFAULT,
+        splice: SpliceOpt = SPLICE_DEFAULT,
+        relevance: RelevanceOpt = RELEVANCE_DEFAULT,
     ) -> None:
         """Rank the tools for QUERY and show the gate's decision (auto, escalated or no-tool)."""
         _, _, router = _router(registry, profile, _options(locals()))
@@ -137,8 +138,8 @@ def register(app: typer.Typer) -> None:
         hybrid: HybridOpt = _D.hybrid,
         limit: Annotated[int | None, typer.Option("--limit", help="only the first N lines")] = None,
         threads: ThreadsOpt = _D.threads,
-        splice: SpliceOpt = _SPLICE_DEFAULT,
-        relevance: RelevanceOpt = _RELEVANCE_DEFAULT,
+        splice: SpliceOpt = SPLICE_DEFAULT,
+        relevance: RelevanceOpt = RELEVANCE_DEFAULT,
         split: Annotated[str | None, typer.Option("--split", help="only this split's lines: tune or check")] = None,
     ) -> None:
         """Evaluate routing on an eval set; prints a one-line summary and writes the JSON summary."""

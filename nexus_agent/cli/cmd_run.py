@@ -17,6 +17,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from nexus_agent.cli.cmd_route import RELEVANCE_DEFAULT, SPLICE_DEFAULT, RelevanceOpt, SpliceOpt
 from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
 
 _err = Console(stderr=True)
@@ -227,24 +228,14 @@ def run(
     model: str | None = typer.Option(None, "--model", help="short name or GGUF path"),
     embedder: str = typer.Option(DEFAULT_EMBEDDER, "--embedder", help="minilm-tools, minilm, nomic or st"),
     n_ctx: int = typer.Option(8192, "--n-ctx", help="context size in tokens"),
-    splice: str = typer.Option(
-        "auto", "--splice", help="compiled tool blocks for the routing decision: auto, on (compile missing ones), off"
-    ),
-    relevance: str = typer.Option(
-        "llm", "--relevance", help="whether a tool is needed: llm (ask the model too) or exemplars (embeddings only)"
-    ),
+    splice: SpliceOpt = SPLICE_DEFAULT,
+    relevance: RelevanceOpt = RELEVANCE_DEFAULT,
 ) -> None:
     """Run the agent against MCP servers."""
     from nexus_agent.agent.api import DEFAULT_MODEL, AgentConfig
     from nexus_agent.mcp import ConfigError, MCPClientError
     from nexus_agent.models import ModelError
 
-    if splice not in ("auto", "on", "off"):
-        _err.print(f"[red]error:[/red] --splice must be auto, on or off, not {splice!r}")
-        raise typer.Exit(2)
-    if relevance not in ("llm", "exemplars"):
-        _err.print(f"[red]error:[/red] --relevance must be llm or exemplars, not {relevance!r}")
-        raise typer.Exit(2)
     if not mcp and config is None:
         _err.print("[red]error:[/red] give --mcp PRESET (e.g. --mcp github) and/or --config FILE")
         raise typer.Exit(2)
@@ -256,8 +247,8 @@ def run(
             yes=yes,
             embedder=embedder,
             n_ctx=n_ctx,
-            splice=splice,
-            relevance=relevance,
+            splice=splice.value,
+            relevance=relevance.value,
         )
     except ValidationError as e:
         _err.print(f"[red]error:[/red] bad option: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}")
