@@ -24,18 +24,17 @@ import argparse
 import json
 import statistics
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from common import NO_TOOL, ROOT, SHARED
 
-from nexus_agent.evaluation.routing import EvalItem, load_eval
-from nexus_agent.registry import Registry, load_registry
+from nexus_agent.evaluation.routing import load_eval
+from nexus_agent.registry import load_registry
 from nexus_agent.routing.embedders import create_embedder
 from nexus_agent.routing.judge import RelevanceJudge, names_concrete_object
 from nexus_agent.routing.rerank.llm import standalone_llm
-from nexus_agent.routing.router import RouterConfig, RouterOptions, build_router
+from nexus_agent.routing.router import RouterOptions, build_router
 
 EVAL = ROOT / "data" / "eval"
 # (set, file, profiles, has a split)
@@ -50,10 +49,6 @@ THRESHOLDS = [-6.0, -4.0, -3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0]
 ASK = ("always", "no_object")
 
 
-def items_of(path: Path, reg: Registry, split: str | None) -> list[EvalItem]:
-    return load_eval(path, reg, split)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="qwen1.5b")
@@ -66,18 +61,13 @@ def main() -> None:
     judge = RelevanceJudge(standalone_llm(args.model, 2))
     rows: list[dict[str, Any]] = []
     for set_name, path, profiles, has_split in SETS:
-        if not path.exists():
-            print(f"skip {set_name}: {path} is missing")
-            continue
         for profile in profiles:
             tools = reg.profile(profile)
-            cfg = replace(RouterConfig(), judge=False)
-            router = build_router(
-                tools, RouterOptions(reranker="none", relevance="exemplars"), embedder=emb, tuning=cfg
-            )
+            # retrieval's own answer: no decision, no judge (the judge is asked below, for every request)
+            router = build_router(tools, RouterOptions(reranker="none", relevance="exemplars"), embedder=emb)
             router.calibrate()
             for split in args.splits.split(",") if has_split else ["all"]:
-                items = items_of(path, reg, split if has_split else None)[: args.limit]
+                items = load_eval(path, reg, split if has_split else None)[: args.limit]
                 t0 = time.monotonic()
                 for it in items:
                     res = router.route(it.query, it.history)

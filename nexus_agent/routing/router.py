@@ -369,13 +369,21 @@ class Router:
         escalate = self.cfg.always_escalate or (self.cfg.gate and (not gate.decide(margin) or points_back or reordered))
         relevant, small_talk, ex_sim = self._relevance(qvec, pool, allowed)
         judged = self._judge(query, allowed) if relevant and following is None else None
-        if judged is not None and judged.log_odds < self.cfg.judge_threshold:
+        odds, judge_ms = (judged.log_odds, judged.ms) if judged is not None else (None, None)
+        if odds is not None and odds < self.cfg.judge_threshold:
             # the judge says general knowledge answers it: no tool, and no decision to wait for
             ms = (time.perf_counter() - t0) * 1e3
             return RouteResult(
-                pool, "no-tool", None, margin, ms, [], escalate, ex_sim, None, judged.log_odds, judged.ms
+                pool,
+                "no-tool",
+                None,
+                margin,
+                ms,
+                escalated=escalate,
+                exemplar_similarity=ex_sim,
+                judge_log_odds=odds,
+                judge_ms=judge_ms,
             )
-        verdict = (judged.log_odds, judged.ms) if judged is not None else (None, None)
         # Below the floor nothing fits, and the LLM reranker, asked to choose among candidates, tends to choose
         # one anyway (docs/measurements.md#relevance). With history the request may lean on earlier turns ("open
         # a PR there") that the reranker sees and the embedding does not, so it decides; but not when the request
@@ -384,7 +392,17 @@ class Router:
             decision: Decision = ("escalated" if escalate else "auto") if relevant else "no-tool"
             tool = cands[0].key if relevant else None
             ms = (time.perf_counter() - t0) * 1e3
-            return RouteResult(pool, decision, tool, margin, ms, [], escalate, ex_sim, None, *verdict)
+            return RouteResult(
+                pool,
+                decision,
+                tool,
+                margin,
+                ms,
+                escalated=escalate,
+                exemplar_similarity=ex_sim,
+                judge_log_odds=odds,
+                judge_ms=judge_ms,
+            )
         hint = following if self.cfg.followup_hint else None
         t_decide = time.perf_counter()
         res = self.reranker.rerank(query, [self.tools[c.key] for c in pool], history, previous=hint)
@@ -395,7 +413,7 @@ class Router:
             choice = pool[0].key
         decision = "escalated" if choice is not None else "no-tool"
         ms = (time.perf_counter() - t0) * 1e3
-        return RouteResult(pool, decision, choice, margin, ms, res.scores, True, ex_sim, decision_ms, *verdict)
+        return RouteResult(pool, decision, choice, margin, ms, res.scores, True, ex_sim, decision_ms, odds, judge_ms)
 
     def _judge(self, query: str, allowed: set[str] | None) -> Judgement | None:
         """The relevance judge's answer for a request retrieval would give a tool; None when it is not asked: no
