@@ -9,4 +9,6 @@ void bind_scan(pybind11::module_& m);   // bind_scan.cpp: INT8 scan, top-k, ISA 
 void bind_alloc(pybind11::module_& m);  // bind_alloc.cpp: BuddyAllocator and Block (buffer protocol)
 void bind_splice(pybind11::module_& m);  // bind_splice.cpp: RoPE re-anchoring of F16 K rows, transposed-V copies
 
+void bind_radix(pybind11::module_& m);   // bind_radix.cpp: the exact-token radix tree of sequence slots
+
 }  // namespace nexus::python

@@ -3,8 +3,9 @@
 #include "bindings.h"
 
 PYBIND11_MODULE(_native, m) {
-    m.doc() = "Nexus Agent native core: INT8 SLB scan kernels with runtime ISA dispatch, top-k, buddy allocator, KV splice kernels.";
+    m.doc() = "Nexus Agent native core: INT8 SLB scan kernels with runtime ISA dispatch, top-k, buddy allocator, KV splice kernels, radix tree of sequence slots.";
     nexus::python::bind_scan(m);
     nexus::python::bind_alloc(m);
     nexus::python::bind_splice(m);
+    nexus::python::bind_radix(m);
 }

@@ -6,8 +6,21 @@ async with NexusAgent.from_config(AgentConfig(mcp=["github"])) as agent:
         print(event.type, event)
 ```
 
+An app that holds several chats opens one :class:`Chat` per chat on the same agent. They share the model (one
+load), the MCP servers and the router; each keeps its own history and its own lane of the engine's radix arena, so
+switching chats reuses each chat's cached KV instead of prefilling its history again:
+
+```python
+async with NexusAgent.from_config(AgentConfig(mcp=["github"])) as agent:
+    work, home = agent.open_chat(), agent.open_chat()
+    async for event in work.run("list open issues in acme/api"):
+        ...
+```
+
+``agent.run`` is the agent's first chat. Turns of different chats serialise on the engine's coarse lock.
+
 ``SyncNexusAgent`` wraps the same object for synchronous code; it is safe to call from several threads
-(turns are serialised by the engine's coarse lock; each call gets its own events).
+(each call gets its own events; ``open_chat`` gives a :class:`SyncChat`).
 """
 
 from __future__ import annotations
@@ -28,7 +41,7 @@ from nexus_agent.agent.events import ErrorEvent, Event
 from nexus_agent.agent.history import Conversation
 from nexus_agent.agent.routing_adapter import build_router
 from nexus_agent.agent.turn import CallResult, TurnCancelled, TurnDeps, TurnRouter, run_turn
-from nexus_agent.engine import Engine, EngineConfig
+from nexus_agent.engine import MAIN, Engine, EngineConfig
 from nexus_agent.mcp import MultiServerClient, load_config, resolve_preset
 from nexus_agent.mcp.config import MCPConfig
 from nexus_agent.mcp.tools import ToolListDiff
@@ -73,7 +86,7 @@ class NexusAgent:
         self.cfg = cfg
         self._confirm = confirm
         self._notice = on_notice or (lambda _msg: None)
-        self.conversation = Conversation()
+        self.conversation = Conversation()  # the first chat's history (``run``)
         self.engine: Engine | None = None
         self.hub: MultiServerClient | None = None
         self.router: TurnRouter | None = None
@@ -172,7 +185,17 @@ class NexusAgent:
             return bool(asyncio.run_coroutine_threadsafe(_as_coro(out), self._loop).result())
         return bool(out)
 
-    async def run(self, query: str) -> AsyncIterator[Event]:
+    def open_chat(self) -> Chat:
+        """A new conversation on this agent: its own history and engine lane, the same model, servers and router."""
+        if self.engine is None:
+            raise RuntimeError("agent is not started: use `async with NexusAgent.from_config(...)`")
+        return Chat(self, Conversation(), self.engine.open_lane())
+
+    def run(self, query: str) -> AsyncIterator[Event]:
+        """Run one turn of the first chat; see :meth:`Chat.run`."""
+        return self._run(query, self.conversation, MAIN)
+
+    async def _run(self, query: str, conversation: Conversation, lane: int) -> AsyncIterator[Event]:
         """Run one turn and yield its events as they happen (tokens stream).
 
         Leaving the loop early or cancelling the task that iterates cancels the turn at its next event (a token
@@ -199,11 +222,12 @@ class NexusAgent:
             auto_yes=self.cfg.yes,
             window_turns=self.cfg.window_turns,
             cancelled=cancel.is_set,
+            lane=lane,
         )
 
         def work() -> None:
             try:
-                run_turn(deps, self.conversation, query, emit)
+                run_turn(deps, conversation, query, emit)
             except TurnCancelled:
                 pass
             except Exception as e:
@@ -222,6 +246,24 @@ class NexusAgent:
                 # Even if this wait is cancelled too, the worker still holds the engine's turn lock, so a next
                 # turn queues behind it instead of interleaving.
                 await asyncio.to_thread(worker.join)
+
+
+class Chat:
+    """One conversation of an agent (:meth:`NexusAgent.open_chat`): its history and its lane of the engine."""
+
+    def __init__(self, agent: NexusAgent, conversation: Conversation, lane: int) -> None:
+        self.agent = agent
+        self.conversation = conversation
+        self.lane = lane
+
+    def run(self, query: str) -> AsyncIterator[Event]:
+        """Run one turn of this chat and yield its events (see :meth:`NexusAgent._run` for cancellation)."""
+        return self.agent._run(query, self.conversation, self.lane)
+
+    def close(self) -> None:
+        """Forget this chat's cached KV (its history object stays readable)."""
+        if self.agent.engine is not None:
+            self.agent.engine.close_lane(self.lane)
 
 
 class SyncNexusAgent:
@@ -246,6 +288,10 @@ class SyncNexusAgent:
         out: list[Event] = self._submit(collect())
         return out
 
+    def open_chat(self) -> SyncChat:
+        """A new conversation on the same agent (see :meth:`NexusAgent.open_chat`)."""
+        return SyncChat(self, self.agent.open_chat())
+
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self._submit(self.agent.aclose())
@@ -257,6 +303,30 @@ class SyncNexusAgent:
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+
+class SyncChat:
+    """A :class:`Chat` for synchronous code; thread-safe like :class:`SyncNexusAgent`."""
+
+    def __init__(self, owner: SyncNexusAgent, chat: Chat) -> None:
+        self._owner = owner
+        self.chat = chat
+
+    @property
+    def conversation(self) -> Conversation:
+        return self.chat.conversation
+
+    def run(self, query: str) -> list[Event]:
+        """Run one turn of this chat; return its events in order."""
+
+        async def collect() -> list[Event]:
+            return [ev async for ev in self.chat.run(query)]
+
+        out: list[Event] = self._owner._submit(collect())
+        return out
+
+    def close(self) -> None:
+        self.chat.close()
 
 
 async def _as_coro(x: Awaitable[Any]) -> Any:

@@ -335,14 +335,15 @@ def arg_prompt(tool: Tool, request: str, history: list[dict[str, str]]) -> tuple
 class ArgumentWriter:
     """Writes arguments in the engine's main context (the signature prompt, never the full schema)."""
 
-    def __init__(self, engine: Engine, max_tokens: int = 256) -> None:
+    def __init__(self, engine: Engine, max_tokens: int = 256, lane: int = MAIN) -> None:
         self.engine = engine
         self.max_tokens = max_tokens
+        self.lane = lane  # the conversation's lane: its cached history serves the argument prompt
 
     def _attempt(self, msgs: list[dict[str, str]], grammar: str) -> Generation:
         prompt = self.engine.tokenize_chat(msgs)
         # keep=False: the JSON is not part of the conversation; the agent records the call itself.
-        return self.engine.generate(prompt, seq=MAIN, grammar=grammar, max_tokens=self.max_tokens, keep=False)
+        return self.engine.generate(prompt, seq=self.lane, grammar=grammar, max_tokens=self.max_tokens, keep=False)
 
     def write(self, tool: Tool, request: str, history: list[dict[str, str]] | None = None) -> ArgResult:
         history = history or []

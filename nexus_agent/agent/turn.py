@@ -9,8 +9,11 @@
    identifier the conversation never gave);
 5. call the tool (on the MCP event loop);
 6. keep only a surrogate of the output in the history;
-7. stream the final answer (with no tool: in the sidecar, under a system prompt without the argument rules,
+7. stream the final answer (with no tool: in the ``CHAT`` lane, under a system prompt without the argument rules,
    told that nothing was run, so an action request gets "I could not do that" rather than a made-up call).
+
+Arguments and answers with a tool run in the conversation's own lane (``TurnDeps.lane``: ``MAIN`` for an agent's
+first conversation, a lane of its own for each conversation opened on the same engine), so its KV stays warm.
 
 Every failure becomes an ``error`` event and leaves the conversation as it was before the turn. A turn whose
 consumer stops listening (Ctrl-C, a closed event stream) ends at its next event with :class:`TurnCancelled`; it
@@ -50,7 +53,7 @@ from nexus_agent.agent.prompts import (
     TOOL_EMPTY,
     TOOL_ERROR,
 )
-from nexus_agent.engine import MAIN, SIDECAR, Engine
+from nexus_agent.engine import CHAT, MAIN, Engine
 from nexus_agent.registry import Tool
 from nexus_agent.routing.followup import PreviousTurn
 
@@ -108,6 +111,7 @@ class TurnDeps:
     auto_yes: bool
     window_turns: int = 4
     cancelled: Callable[[], bool] = _never  # checked before each stage and at every event
+    lane: int = MAIN  # the conversation's engine lane (Engine.open_lane)
 
 
 def run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit) -> None:
@@ -150,8 +154,6 @@ def _run_turn(
         except Exception as e:
             emit(ErrorEvent(stage="route", message=f"routing failed: {e}"))
             return
-        finally:
-            eng.free(SIDECAR)  # the sidecar lives for one turn only
         emit(
             RouteEvent(
                 decision=route.decision,
@@ -164,14 +166,15 @@ def _run_turn(
         if used is None:
             return
         if used is _WITHOUT_TOOL:
-            # No tool: answer in the sidecar under the system prompt without the JSON-argument rules (see
-            # prompts.NO_TOOL), so the main context keeps its cached prefix for the next turn.
+            # No tool: answer in the CHAT lane under the system prompt without the JSON-argument rules (see
+            # prompts.NO_TOOL), so the conversation's lane keeps its cached prefix for the next turn and the
+            # sidecar keeps the routing decision's head.
             messages = [
                 {"role": "system", "content": SYSTEM_CHAT},
                 *window,
                 {"role": "user", "content": NO_TOOL.format(request=request)},
             ]
-            seq = SIDECAR
+            seq = CHAT
         else:
             messages, seq = used
 
@@ -185,9 +188,6 @@ def _run_turn(
         except Exception as e:
             emit(ErrorEvent(stage="answer", message=f"answer generation failed: {e}"))
             return
-        finally:
-            if seq == SIDECAR:
-                eng.free(SIDECAR)
         turn.answer = gen.text.strip()
         convo.turns.append(turn)
         emit(AnswerEvent(text=turn.answer))
@@ -198,7 +198,7 @@ def _run_turn(
 
 
 # sentinel of _use_tool: answer the request without a tool (compared by identity)
-_WITHOUT_TOOL: Final[tuple[list[dict[str, str]], int]] = ([], SIDECAR)
+_WITHOUT_TOOL: Final[tuple[list[dict[str, str]], int]] = ([], CHAT)
 
 
 def _use_tool(
@@ -219,7 +219,7 @@ def _use_tool(
         emit(ErrorEvent(stage="route", message=f"routed to {route.tool}, which is no longer offered"))
         return None
     check()
-    result = ArgumentWriter(eng).write(tool, request, window)
+    result = ArgumentWriter(eng, lane=deps.lane).write(tool, request, window)
     if result.arguments is None:
         emit(
             ErrorEvent(
@@ -267,4 +267,4 @@ def _use_tool(
     )
     answer = template.format(tool=tool.name, args=json.dumps(args, ensure_ascii=False), data=data, request=request)
     messages = [{"role": "system", "content": SYSTEM_MAIN}, *window, {"role": "user", "content": answer}]
-    return messages, MAIN
+    return messages, deps.lane

@@ -1,55 +1,75 @@
-"""``Engine``: the one llama.cpp context an agent runs on, behind one coarse re-entrant lock per turn.
+"""``Engine``: one llama.cpp context that many users share, behind one coarse re-entrant lock per turn.
 
-Sequences of the single context (``kv_unified`` so they can share cells):
+Callers name a *lane*: a logical sequence that holds one prompt at a time and wants its KV kept warm.
 
-* ``MAIN`` (0): the conversation; arguments and answers are generated here.
-* ``SIDECAR`` (1): a temporary sequence that starts at position 0 each turn (pruned window, routing
-  validation, answers without a tool call); freed after use.
+Fixed lanes, shared by every conversation (turns of different conversations serialise on the lock):
+
+* ``MAIN`` (0): the default conversation; arguments and answers are generated here. Another conversation opens a
+  lane of its own with :meth:`Engine.open_lane`.
+* ``SIDECAR`` (1): per-turn work (pruned window, the routing decision, answers without a tool call).
 * ``SCRATCH`` (2): short-lived scoring (rerankers, TTFT arms).
 * ``COMPILE`` (3) and ``PROBE`` (5): compiling tool blocks (the header, then one block at a time).
-* ``SPLICE`` (4): where a spliced blob lands before ``seq_cp`` moves its cells into the target sequence.
-* ``RELEVANCE`` (6): the relevance judge's yes/no question (routing/judge.py); its instructions stay pinned
-  there, out of the way of the routing decision's own pinned head in ``SIDECAR``.
-* ``TEMP_SEQS`` (8..39): one per run of tokens re-decoded inside a spliced region (llama.cpp wants each
-  sequence's batch positions to continue its stored ones, so a run in the middle gets its own copy of the prefix).
+* ``RELEVANCE`` (6): the relevance judge's question (routing/judge.py).
+* ``CHAT`` (7): answers without a tool call, in a lane of their own so that the routing decision's head stays warm
+  in ``SIDECAR`` for the next turn.
 
-Each sequence remembers the tokens it holds, so a new prompt only decodes what differs from the cached
-prefix (exact-token longest common prefix). Serialising a whole turn under one lock, rather than each
-decode call, is what keeps outputs bit-identical under concurrency (Nexus paper §6.3).
+Lanes live in the *radix arena* (``engine/arena.py``): ``n_slots`` llama.cpp sequence ids (32 by default) indexed
+by a native exact-token radix tree. A prompt is matched against every slot: the lane's own slot, or a donor slot
+that shares a longer prefix (another conversation with the same system prompt, yesterday's sidecar with the
+routing head), gives its first ``lcp`` cells with ``seq_cp`` (``kv_unified``: cells are shared, not copied) and
+only the rest is decoded. A lane keeps its KV between turns; under memory pressure the least recently used slot
+that no turn holds is evicted and the decode retried (Nexus paper 003 §6.4).
+
+Two sequence ids sit outside the arena, for the splicer's mechanics only (engine/splice.py): ``splice_seq``, where
+a spliced blob lands before ``seq_cp`` moves its cells into the target slot, and ``temp_seqs``, one per run of
+tokens re-decoded inside a spliced region.
+
+Serialising a whole turn under one lock, rather than each decode call, keeps outputs bit-identical under
+concurrency (paper 003 §6.3).
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from nexus_agent import defaults
+from nexus_agent.engine.arena import ArenaFull, Lane, SlotArena
 from nexus_agent.llm import ContextConfig, LlamaContext, LlamaModel, Sampler
+from nexus_agent.llm.context import DecodeError
 from nexus_agent.models import resolve
+from nexus_agent.native import RadixTree
 from nexus_agent.splice.atb import ModelFingerprint
 
-MAIN, SIDECAR, SCRATCH, COMPILE, SPLICE, PROBE, RELEVANCE = 0, 1, 2, 3, 4, 5, 6
-TEMP_SEQS = tuple(range(8, 40))
-N_SEQ = 40
+MAIN, SIDECAR, SCRATCH, COMPILE, PROBE, RELEVANCE, CHAT = 0, 1, 2, 3, 5, 6, 7
+N_TEMP_SEQS = 8  # the splicer re-decodes its runs in chunks of this many
+_FIRST_OPEN_LANE = 100  # lanes opened for conversations count up from here
 
 TokenCallback = Callable[[str], None]
 
 
+class KVCacheFull(ArenaFull):
+    """The context has no room for a decode even after evicting every slot that no turn holds."""
+
+
 @dataclass(frozen=True)
 class EngineConfig:
-    """``model``: short name or GGUF path. ``n_ctx``: context size in tokens (all sequences share it)."""
+    """``model``: short name or GGUF path. ``n_ctx``: context size in tokens (all slots share its cells).
+    ``n_slots``: sequence slots of the radix arena (at most 64)."""
 
     model: str = defaults.CHAT_MODEL
     n_ctx: int = 8192
     n_batch: int = 512
     n_threads: int = 2
     flash_attn: bool = False
+    n_slots: int = 32
 
 
 @dataclass
@@ -74,20 +94,19 @@ def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
     return i
 
 
-@dataclass
-class _SeqCache:
-    tokens: list[int] = field(default_factory=list)
-    pinned: int = 0  # leading tokens that free() keeps (see Engine.pin)
-    # Leading tokens whose KV is exactly what a text prefill computes; past it the KV came from a splice and only
-    # a caller that continues that same spliced prompt may reuse it (prefill(reuse_approx=True)).
-    exact: int = 0
-
-
 class Engine:
-    """Owns a ``LlamaModel`` and one ``LlamaContext``; every public method takes the turn lock."""
+    """Owns a ``LlamaModel``, one ``LlamaContext`` and the radix arena over its slots; every public method takes
+    the turn lock."""
 
     def __init__(self, cfg: EngineConfig | None = None) -> None:
         self.cfg = cfg = cfg or EngineConfig()
+        n_seq = cfg.n_slots + 1 + N_TEMP_SEQS
+        if not 1 <= cfg.n_slots <= RadixTree.MAX_SLOTS:
+            raise ValueError(f"n_slots must be in [1, {RadixTree.MAX_SLOTS}], got {cfg.n_slots}")
+        if cfg.n_batch < n_seq:  # llama.cpp reserves one output row per sequence in a batch
+            raise ValueError(f"n_batch ({cfg.n_batch}) must be at least n_slots + {1 + N_TEMP_SEQS} ({n_seq})")
+        self.splice_seq = cfg.n_slots
+        self.temp_seqs = tuple(range(cfg.n_slots + 1, cfg.n_slots + 1 + N_TEMP_SEQS))
         self.model = LlamaModel(resolve(cfg.model))
         self.ctx = LlamaContext(
             self.model,
@@ -95,14 +114,16 @@ class Engine:
                 n_ctx=cfg.n_ctx,
                 n_batch=cfg.n_batch,
                 n_ubatch=cfg.n_batch,
-                n_seq_max=N_SEQ,
+                n_seq_max=n_seq,
                 kv_unified=True,
                 flash_attn=cfg.flash_attn,
                 n_threads=cfg.n_threads,
             ),
         )
         self._lock = threading.RLock()
-        self._seqs = [_SeqCache() for _ in range(N_SEQ)]
+        self._depth = 0  # nesting of the lock in this engine's own methods (the lock is re-entrant)
+        self.arena = SlotArena(cfg.n_slots, cfg.n_ctx, on_evict=lambda slot: self.ctx.seq_rm(slot))
+        self._open_lanes = itertools.count(_FIRST_OPEN_LANE)
         self._fingerprint: ModelFingerprint | None = None
         # CPU only today: a discrete GPU's KV is not host memory, and the splicer declines there
         self.n_gpu_layers = 0
@@ -115,45 +136,58 @@ class Engine:
 
     @contextmanager
     def turn(self) -> Iterator[Engine]:
-        """Hold the coarse lock for a whole turn (routing + arguments + answer). Re-entrant."""
+        """Hold the coarse lock for a whole turn (routing + arguments + answer). Re-entrant.
+
+        Every slot a lane uses while the lock is held stays locked in the arena (never evicted) until the outermost
+        hold ends.
+        """
         with self._lock:
-            yield self
+            self._depth += 1
+            try:
+                yield self
+            finally:
+                self._depth -= 1
+                if self._depth == 0:
+                    self.arena.release_held()
+
+    # -- lanes
+    def open_lane(self) -> int:
+        """A new lane for a conversation of its own (its KV stays warm between its turns, as ``MAIN``'s does)."""
+        with self._lock:
+            return next(self._open_lanes)
+
+    def close_lane(self, lane: int) -> None:
+        """Drop a lane opened with :meth:`open_lane` and the KV only it held."""
+        with self.turn():
+            self.arena.drop_lane(lane)
+
+    def lane(self, seq: int) -> Lane:
+        """The arena's record of lane ``seq``: its slot (a llama.cpp sequence id), tokens and exact prefix."""
+        return self.arena.lane(seq)
+
+    def slot(self, seq: int) -> int:
+        """The llama.cpp sequence id that holds lane ``seq`` now, locked for the current turn (acquired, evicting the
+        least recently used unlocked slot, when the lane has none)."""
+        with self.turn():
+            return self.arena.slot_for(seq)
 
     # -- prompts
     def tokenize_chat(self, messages: list[dict[str, str]], assistant_prefix: str = "") -> list[int]:
         text = self.model.apply_chat_template(messages, add_generation_prompt=True) + assistant_prefix
         return self.model.tokenize(text)
 
-    def free(self, seq: int) -> None:
-        """Drop what sequence ``seq`` holds (the sidecar after a turn), except a head pinned with :meth:`pin`."""
-        with self._lock:
-            cache = self._seqs[seq]
-            if cache.pinned:
-                self.ctx.seq_rm(seq, cache.pinned, -1)
-            else:
-                self.ctx.seq_rm(seq)
-            cache.tokens = cache.tokens[: cache.pinned]
-            cache.exact = min(cache.exact, cache.pinned)
-
-    # -- what the splicer (engine/splice.py) needs of a sequence's record
-    def seq_cache(self, seq: int) -> _SeqCache:
-        return self._seqs[seq]
-
     def truncate(self, seq: int, n: int) -> None:
-        """Keep the first ``n`` tokens of ``seq`` (KV and record)."""
-        with self._lock:
-            cache = self._seqs[seq]
-            self.ctx.seq_rm(seq, n, -1)
-            cache.tokens = cache.tokens[:n]
-            cache.pinned = min(cache.pinned, n)
-            cache.exact = min(cache.exact, n)
+        """Keep the first ``n`` tokens of lane ``seq`` (KV and record)."""
+        with self.turn():
+            lane = self.arena.lane(seq)
+            if lane.slot is not None:
+                self.ctx.seq_rm(lane.slot, n, -1)
+            self.arena.set_record(seq, lane.tokens[:n], min(lane.exact, n))
 
     def set_record(self, seq: int, tokens: list[int], exact: int) -> None:
-        """After a splice: ``seq`` holds ``tokens``, with exact KV for the first ``exact`` of them."""
-        cache = self._seqs[seq]
-        cache.tokens = list(tokens)
-        cache.exact = min(exact, len(tokens))
-        cache.pinned = min(cache.pinned, cache.exact)
+        """After a splice: lane ``seq`` holds ``tokens``, with exact KV for the first ``exact`` of them."""
+        with self.turn():
+            self.arena.set_record(seq, list(tokens), min(exact, len(tokens)))
 
     def fingerprint(self) -> ModelFingerprint:
         """The running model's .atb fingerprint (computed once: it hashes the whole vocabulary)."""
@@ -163,42 +197,59 @@ class Engine:
             self._fingerprint = fingerprint_of(self.model)
         return self._fingerprint
 
-    def pin(self, seq: int, n_tokens: int) -> None:
-        """Keep the first ``n_tokens`` that ``seq`` holds through :meth:`free`, until a prompt differs within them.
-
-        Why: the routing decision's system prompt (instructions and worked examples, ~300 tokens) is the same on
-        every turn, but the sidecar it runs in is freed after each turn; pinning it saves re-decoding it on the
-        next escalated turn. The head stays a few hundred KV cells of the shared context.
-        """
-        with self._lock:
-            cache = self._seqs[seq]
-            cache.pinned = max(0, min(n_tokens, len(cache.tokens)))
+    def decode(self, tokens: list[int], pos0: int, seq: int, n_logits: int = 1) -> npt.NDArray[np.float32] | None:
+        """Decode ``tokens`` at ``pos0 ..`` into lane ``seq``'s slot; when the cache is full, evict the least recently
+        used unlocked slot and retry. The lane's record is the caller's to update. Raises :class:`KVCacheFull` when
+        nothing is left to evict."""
+        with self.turn():
+            slot = self.arena.slot_for(seq)
+            while True:
+                try:
+                    return self.ctx.decode(tokens, pos0, seq=slot, n_logits=n_logits)
+                except DecodeError as e:
+                    if e.rc != 1:  # 1: no KV cells for the batch; anything else is not ours to retry
+                        raise
+                    self.ctx.seq_rm(slot, pos0, -1)  # earlier batches of this call may have landed
+                    if self.arena.evict() < 0:
+                        raise KVCacheFull(
+                            f"the {self.ctx.n_ctx}-token context is full and every slot is in use by this turn "
+                            f"(decoding {len(tokens)} tokens at position {pos0})"
+                        ) from e
 
     def prefill(self, tokens: list[int], seq: int = MAIN, n_logits: int = 1, reuse_approx: bool = False) -> int:
-        """Make ``seq`` hold exactly ``tokens``, decoding only what differs from its cached prefix.
+        """Make lane ``seq`` hold exactly ``tokens``, decoding only what no slot of the arena holds already.
 
-        Returns how many tokens were reused. At least the last token is always re-decoded so its logits
-        are fresh for sampling. Spliced KV is reused only with ``reuse_approx`` (a caller continuing the
-        spliced prompt it made); otherwise the reuse stops where the exact KV ends.
+        Returns how many tokens were reused (from the lane's own slot or copied from a donor slot). At least the last
+        token is always re-decoded so its logits are fresh for sampling. Spliced KV is reused only with
+        ``reuse_approx`` (a caller continuing the spliced prompt it made, in the same lane); the arena only ever
+        offers exact prefixes to other lanes.
         """
-        with self._lock:
-            cache = self._seqs[seq]
-            shared = common_prefix_len(cache.tokens, tokens)
-            if not reuse_approx:
-                shared = min(shared, cache.exact)
-            n = max(0, min(shared, len(tokens) - 1))
-            if n < len(cache.tokens):
-                self.ctx.seq_rm(seq, n, -1)
-            cache.tokens = cache.tokens[:n]
-            cache.pinned = min(cache.pinned, n)  # a pinned head the new prompt does not share is gone
+        with self.turn():
+            lane = self.arena.lane(seq)
+            slot = self.arena.slot_for(seq)
+            limit = len(tokens) - 1
+            own = common_prefix_len(lane.tokens, tokens)
+            # continuing a spliced prompt: only this lane's own (approximate) KV fits it, no donor can extend it
+            approx = reuse_approx and own > lane.exact
+            donor, shared = (-1, 0) if approx else self.arena.match(tokens)
+            if not approx:
+                own = min(own, lane.exact)
+            own = max(0, min(own, limit))
+            shared = max(0, min(shared, limit))
+            self.ctx.seq_rm(slot, own, -1)
+            n = own
+            if donor >= 0 and donor != slot and shared > own:
+                self.ctx.seq_cp(donor, slot, own, shared)
+                n = shared
+            self.arena.note_lookup(n, n > own)
+            exact = lane.exact if approx else n
+            self.arena.set_record(seq, tokens[:n], exact)
             try:
-                self.ctx.decode(tokens[n:], n, seq=seq, n_logits=n_logits)
-            except Exception:
-                # Leave the sequence consistent with what we believe it holds.
-                self.ctx.seq_rm(seq, n, -1)
+                self.decode(tokens[n:], n, seq, n_logits=n_logits)
+            except BaseException:
+                self.ctx.seq_rm(slot, n, -1)  # the lane holds what its record says
                 raise
-            cache.tokens = list(tokens)
-            cache.exact = len(tokens) if cache.exact >= n else cache.exact
+            self.arena.set_record(seq, list(tokens), exact if approx else len(tokens))
             return n
 
     def generate(
@@ -211,57 +262,58 @@ class Engine:
         keep: bool = True,
         repeat_penalty: float = 1.0,
     ) -> Generation:
-        """Greedy generation after ``prompt`` in ``seq``, optionally under a GBNF ``grammar``.
+        """Greedy generation after ``prompt`` in lane ``seq``, optionally under a GBNF ``grammar``.
 
-        ``keep=False`` rolls the sequence back to ``prompt`` afterwards (generated tokens are not kept).
+        ``keep=False`` rolls the lane back to ``prompt`` afterwards (generated tokens are not kept).
         """
-        with self._lock:
+        with self.turn():
             t0 = time.perf_counter()
             if len(prompt) + max_tokens > self.ctx.n_ctx:
                 max_tokens = max(0, self.ctx.n_ctx - len(prompt))
                 if max_tokens == 0:
                     raise ValueError(f"prompt of {len(prompt)} tokens fills the {self.ctx.n_ctx}-token context")
             reused = self.prefill(prompt, seq)
+            lane = self.arena.lane(seq)
+            exact_prompt = lane.exact == len(prompt)
             out: list[int] = []
             ttft = 0.0
             stopped = "max_tokens"
             text = ""
-            with Sampler(self.model, grammar=grammar, repeat_penalty=repeat_penalty) as sampler:
-                pos = len(prompt)
-                pending = b""
-                for i in range(max_tokens):
-                    tok = sampler.sample(self.ctx)
-                    if i == 0:
-                        ttft = (time.perf_counter() - t0) * 1000
-                    if self.model.is_eog(tok):
-                        stopped = "eog"
-                        break
-                    out.append(tok)
-                    piece = pending + self.model.token_bytes(tok, special=False)
-                    try:
-                        s = piece.decode("utf-8")
-                        pending = b""
-                    except UnicodeDecodeError:
-                        pending = piece  # a multi-byte character split across tokens
-                        s = ""
-                    text += s
-                    if s and on_token:
-                        on_token(s)
-                    if i + 1 < max_tokens:  # the last token needs no logits: nothing samples after it
-                        self.ctx.decode([tok], pos, seq=seq)
-                        cache = self._seqs[seq]
-                        if cache.exact == len(cache.tokens):
-                            cache.exact += 1
-                        cache.tokens.append(tok)
-                        pos += 1
-            if not keep:
-                self.ctx.seq_rm(seq, len(prompt), -1)
-                self._seqs[seq].tokens = list(prompt)
-                self._seqs[seq].exact = min(self._seqs[seq].exact, len(prompt))
+            pos = len(prompt)  # the next position to decode; tokens before it are in the lane's KV
+            try:
+                with Sampler(self.model, grammar=grammar, repeat_penalty=repeat_penalty) as sampler:
+                    pending = b""
+                    for i in range(max_tokens):
+                        tok = sampler.sample(self.ctx)
+                        if i == 0:
+                            ttft = (time.perf_counter() - t0) * 1000
+                        if self.model.is_eog(tok):
+                            stopped = "eog"
+                            break
+                        out.append(tok)
+                        piece = pending + self.model.token_bytes(tok, special=False)
+                        try:
+                            s = piece.decode("utf-8")
+                            pending = b""
+                        except UnicodeDecodeError:
+                            pending = piece  # a multi-byte character split across tokens
+                            s = ""
+                        text += s
+                        if s and on_token:
+                            on_token(s)
+                        if i + 1 < max_tokens:  # the last token needs no logits: nothing samples after it
+                            self.decode([tok], pos, seq)
+                            pos += 1
+            finally:
+                # The arena learns the generated tokens once, at the end: nothing matches against this lane meanwhile.
+                held = prompt + out[: pos - len(prompt)] if keep else prompt
+                slot = self.arena.slot_for(seq)
+                self.ctx.seq_rm(slot, len(held), -1)
+                self.arena.set_record(seq, held, len(held) if exact_prompt else lane.exact)
             return Generation(out, text, len(prompt), reused, ttft, (time.perf_counter() - t0) * 1000, stopped)
 
     def next_logits(self, prompt: list[int], seq: int = SCRATCH) -> npt.NDArray[np.float32]:
-        """Logits (float32 [n_vocab]) after ``prompt`` in ``seq``, reusing its cached prefix."""
-        with self._lock:
+        """Logits (float32 [n_vocab]) after ``prompt`` in lane ``seq``, reusing any cached prefix."""
+        with self.turn():
             self.prefill(prompt, seq)
             return self.ctx.logits_ith(-1)

@@ -2,8 +2,9 @@
 
 How a splice enters the context (shared/notes/llama-cpp-kv.md): the blocks' K rows are re-rotated natively from
 their compile anchor m0 to their target positions, their V is written in the context's layout (transposed when
-flash attention is off), and the result is one sequence-state blob that llama.cpp loads into the ``SPLICE``
-sequence; ``seq_cp`` then hands its cells to the target sequence (``kv_unified``: cells are shared, not copied).
+flash attention is off), and the result is one sequence-state blob that llama.cpp loads into the engine's
+``splice_seq``; ``seq_cp`` then hands its cells to the target lane's slot (``kv_unified``: cells are shared, not
+copied).
 Tokens chosen for repair, and text between blocks, are then re-decoded in place; the text after the last block is
 decoded as usual. The engine's token record of the target sequence holds the whole prompt afterwards, with
 ``exact`` marking where spliced KV begins, so exact-prefix reuse never serves spliced KV to a text prefill.
@@ -22,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nexus_agent import native
-from nexus_agent.engine.engine import COMPILE, PROBE, SPLICE, TEMP_SEQS, Engine, common_prefix_len
+from nexus_agent.engine.engine import COMPILE, PROBE, Engine, common_prefix_len
 from nexus_agent.llm import LlamaModel
 from nexus_agent.splice.atb import GGML_TYPE_F16, AtbBlock, ModelFingerprint, RopeSet, SpliceTarget
 from nexus_agent.splice.blob import parse_blob, plan_blob, write_blob_frame
@@ -134,7 +135,7 @@ def kv_after(engine: Engine, prefix: list[int], body: list[int], seq: int = COMP
     with engine.turn():
         m0 = len(prefix)
         engine.prefill(prefix + body, seq=seq, n_logits=0)
-        sb = parse_blob(engine.ctx.seq_state(seq))
+        sb = parse_blob(engine.ctx.seq_state(engine.slot(seq)))
         sec = sb.sections[0]
         idx = np.flatnonzero(sec.pos >= m0)
         idx = idx[np.argsort(sec.pos[idx], kind="stable")]
@@ -274,8 +275,9 @@ def splice_prefill(
     """
     st = SpliceStats(n_tokens=len(tokens))
     with engine.turn():
-        cache = engine.seq_cache(seq)
-        n = max(0, min(common_prefix_len(cache.tokens, tokens), cache.exact, len(tokens) - 1))
+        lane = engine.lane(seq)
+        slot = engine.slot(seq)
+        n = max(0, min(common_prefix_len(lane.tokens, tokens), lane.exact, len(tokens) - 1))
         st.n_reused = n
         end = len(tokens) - max(1, n_logits)
         placed = sorted((p for p in placements if p.start >= n and p.start + p.n <= end), key=lambda p: p.start)
@@ -296,7 +298,7 @@ def splice_prefill(
         st.n_repaired = int((decode & covered).sum())
         if not placed:
             engine.truncate(seq, n)
-            st.logits = engine.ctx.decode(tokens[n:], n, seq=seq, n_logits=n_logits)
+            st.logits = engine.decode(tokens[n:], n, seq, n_logits=n_logits)
             engine.set_record(seq, tokens, exact=len(tokens))
             st.n_decoded = len(tokens) - n
             return st
@@ -310,47 +312,46 @@ def splice_prefill(
         try:
             t0 = time.perf_counter()
             engine.truncate(seq, n)
-            engine.ctx.decode(
-                tokens[n:first], n, seq=seq, n_logits=0
-            )  # text between the reused prefix and the 1st block
+            engine.decode(tokens[n:first], n, seq, n_logits=0)  # text between the reused prefix and the 1st block
             # cells at or after tail0 are decoded as text with the tail
             parts = [(p, 0, min(p.n, tail0 - p.start)) for p in placed if p.start < tail0]
             t1 = time.perf_counter()
             n_cells = 0
             t2 = t1
             if parts:
-                blob, n_cells = build_splice_blob(engine, parts, SPLICE)
+                blob, n_cells = build_splice_blob(engine, parts, engine.splice_seq)
                 t2 = time.perf_counter()
-                engine.ctx.seq_rm(SPLICE)
-                engine.ctx.set_seq_state(blob, SPLICE)
-                engine.ctx.seq_cp(SPLICE, seq)
-                engine.ctx.seq_rm(SPLICE)
+                engine.ctx.seq_rm(engine.splice_seq)
+                engine.ctx.set_seq_state(blob, engine.splice_seq)
+                engine.ctx.seq_cp(engine.splice_seq, slot)
+                engine.ctx.seq_rm(engine.splice_seq)
             t3 = time.perf_counter()
             # runs inside the spliced region: each gets a temporary sequence holding the prefix before it (taken before
             # any run's old cells are removed, so a later run still sees an earlier run's spliced KV)
             runs = _runs(middle)
             st.runs = len(runs)
-            for i in range(0, len(runs), len(TEMP_SEQS)):
-                chunk = runs[i : i + len(TEMP_SEQS)]
-                for (a, _b), tmp in zip(chunk, TEMP_SEQS, strict=False):
+            temps = engine.temp_seqs
+            for i in range(0, len(runs), len(temps)):
+                chunk = runs[i : i + len(temps)]
+                for (a, _b), tmp in zip(chunk, temps, strict=False):
                     engine.ctx.seq_rm(tmp)
-                    engine.ctx.seq_cp(seq, tmp, 0, a)
+                    engine.ctx.seq_cp(slot, tmp, 0, a)
                 for a, b in chunk:
-                    engine.ctx.seq_rm(seq, a, b)
+                    engine.ctx.seq_rm(slot, a, b)
                 toks, poss, seqs = [], [], []
-                for (a, b), tmp in zip(chunk, TEMP_SEQS, strict=False):
+                for (a, b), tmp in zip(chunk, temps, strict=False):
                     toks += tokens[a:b]
                     poss += list(range(a, b))
                     seqs += [tmp] * (b - a)
                 engine.ctx.decode_batch(toks, poss, seqs, logits_last=False)
-                for (a, b), tmp in zip(chunk, TEMP_SEQS, strict=False):
-                    engine.ctx.seq_cp(tmp, seq, a, b)
+                for (a, b), tmp in zip(chunk, temps, strict=False):
+                    engine.ctx.seq_cp(tmp, slot, a, b)
                     engine.ctx.seq_rm(tmp)
-            engine.ctx.seq_rm(seq, tail0, -1)
-            st.logits = engine.ctx.decode(tokens[tail0:], tail0, seq=seq, n_logits=n_logits)
+            engine.ctx.seq_rm(slot, tail0, -1)
+            st.logits = engine.decode(tokens[tail0:], tail0, seq, n_logits=n_logits)
         except BaseException:
             # leave nothing behind: no half-spliced sequence, no cells held by the helper sequences
-            for tmp in (SPLICE, *TEMP_SEQS):
+            for tmp in (engine.splice_seq, *engine.temp_seqs):
                 engine.ctx.seq_rm(tmp)
             engine.truncate(seq, n)
             raise

@@ -18,7 +18,13 @@ from nexus_agent.llm.model import LlamaModel
 
 class DecodeError(RuntimeError):
     """llama_decode failed (e.g. the KV cache is full). The context is left as it was before the call
-    for the tokens of the failing batch; earlier batches of the same call stay decoded."""
+    for the tokens of the failing batch; earlier batches of the same call stay decoded.
+
+    ``rc`` is llama_decode's return code: 1 means no KV cells were free for the batch (evicting can help)."""
+
+    def __init__(self, message: str, rc: int) -> None:
+        super().__init__(message)
+        self.rc = rc
 
 
 @dataclass(frozen=True)
@@ -126,7 +132,9 @@ class LlamaContext:
                     want.append(j)
             rc = L.llama_decode(self.handle, b)
             if rc != 0:
-                raise DecodeError(f"llama_decode returned {rc} at positions {pos0 + i}..{pos0 + i + nb} (seq {seq})")
+                raise DecodeError(
+                    f"llama_decode returned {rc} at positions {pos0 + i}..{pos0 + i + nb} (seq {seq})", rc
+                )
             for j in want:
                 outs.append(self.logits_ith(j))
             i += nb
@@ -162,7 +170,9 @@ class LlamaContext:
                 b.logits[j] = 1 if (logits_last and i + j == n - 1) else 0
             rc = L.llama_decode(self.handle, b)
             if rc != 0:
-                raise DecodeError(f"llama_decode returned {rc} for a batch of {nb} tokens at positions {positions[i]}…")
+                raise DecodeError(
+                    f"llama_decode returned {rc} for a batch of {nb} tokens at positions {positions[i]}…", rc
+                )
             if logits_last and i + nb == n:
                 out = self.logits_ith(nb - 1)
         return out

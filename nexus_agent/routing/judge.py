@@ -142,10 +142,8 @@ class RelevanceJudge:
         """How strongly the model says ``query`` needs one of ``tools`` (their servers are what it is shown)."""
         t0 = time.perf_counter()
         servers = _servers_line(tools)
-        head = self.head_tokens(servers)
         toks = self.llm.render(self.messages(query, servers))
         logits = np.asarray(self.llm.logits_after(toks), dtype=np.float64)
-        self.llm.pin(head)
         yes = float(np.logaddexp.reduce(logits[self._yes]))
         no = float(np.logaddexp.reduce(logits[self._no]))
         return Judgement(yes - no, (time.perf_counter() - t0) * 1e3)

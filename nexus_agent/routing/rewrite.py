@@ -38,9 +38,6 @@ class QueryRewriter:
             {"role": "user", "content": f"Conversation:\n{convo}\n\nLatest request: {query}\nRewritten request:"},
         ]
         prompt = self.engine.tokenize_chat(messages)
-        try:
-            gen = self.engine.generate(prompt, seq=SCRATCH, max_tokens=self.max_tokens)
-        finally:
-            self.engine.free(SCRATCH)
+        gen = self.engine.generate(prompt, seq=SCRATCH, max_tokens=self.max_tokens, keep=False)
         text = " ".join(gen.text.split()).strip().strip('"')
         return text or query

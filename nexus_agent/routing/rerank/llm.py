@@ -37,10 +37,6 @@ class DecisionLLM(Protocol):
         """Housekeeping after a decision (compiling blocks found missing)."""
         ...
 
-    def pin(self, n_tokens: int) -> None:
-        """Keep the first ``n_tokens`` of the current prompt cached for the next decision."""
-        ...
-
     def tokenize(self, text: str) -> list[int]:
         """Token ids of ``text`` (no BOS; special tokens such as ``<|im_end|>`` map to their ids)."""
         ...

@@ -125,8 +125,8 @@ class LLMChoiceReranker(Reranker):
         im_end = self.llm.tokenize("<|im_end|>")
         ends = {self.llm.eos(), *self.llm.tokenize("\n"), *(im_end if len(im_end) == 1 else [])}
         self._end = [t for t in ends if t >= 0]
-        # the tokens every decision's prompt starts with (the system message), pinned in the LLM's sequence so
-        # an agent that frees its sidecar after each turn does not decode them again (Engine.pin)
+        # the tokens every decision's prompt starts with (the system message); the engine's arena keeps their KV
+        # warm between turns, in the sidecar's slot or as a donor for any lane
         a, b = (
             self.llm.render([{"role": "system", "content": _SYSTEM}, {"role": "user", "content": u}])
             for u in ("a", "b")
@@ -163,5 +163,4 @@ class LLMChoiceReranker(Reranker):
         logp = dict(zip(allowed, (z - np.log(np.exp(z).sum())).tolist(), strict=True))
         scores = [float(logp.get(fsm.token_seqs[n][0], -np.inf)) for n in names]
         choice = None if chosen == NONE else candidates[names.index(chosen)].qualified_name
-        self.llm.pin(self.head_tokens)  # the sequence now starts with this prompt
         return RerankResult(scores=scores, choice=choice, n_prompt_tokens=len(prompt))

@@ -129,10 +129,6 @@ class PrefixCachedLLM:
         out: npt.NDArray[np.float32] = self.engine.ctx.logits_ith(-1)
         return out
 
-    def pin(self, n_tokens: int) -> None:
-        """Keep the first ``n_tokens`` of the current prompt through the owner's ``free`` (Engine.pin)."""
-        self.engine.pin(self.seq, n_tokens)
-
     def tokenize(self, text: str) -> list[int]:
         """Token ids of ``text`` (the model's defaults: no BOS, special tokens parsed)."""
         return self.model.tokenize(text)

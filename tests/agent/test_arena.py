@@ -1,0 +1,179 @@
+"""The radix arena in the engine (engine/arena.py over native/radix): a prompt reuses the longest cached prefix
+of any lane, bit-identically to a cold prefill; a full cache evicts the least recently used slot no turn holds;
+conversations on one engine are bit-identical to the same conversations run alone."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from nexus_agent.engine import MAIN, SIDECAR, Engine, EngineConfig, KVCacheFull
+from nexus_agent.engine.arena import ArenaFull
+
+HEAD = "You are a careful assistant for a developer's GitHub work. Answer briefly. " * 6
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[Engine]:
+    eng = Engine(EngineConfig(model="tiny", n_ctx=2048, n_batch=64, n_threads=1))
+    yield eng
+    eng.close()
+
+
+def _cold_logits(tokens: list[int], model: str = "tiny") -> np.ndarray:
+    """Logits after ``tokens`` prefilled from nothing, in an engine of its own (no slot to borrow from)."""
+    eng = Engine(EngineConfig(model=model, n_ctx=2048, n_batch=64, n_threads=1))
+    try:
+        eng.prefill(tokens, seq=MAIN)
+        return eng.ctx.logits_ith(-1).copy()
+    finally:
+        eng.close()
+
+
+def test_a_lane_borrows_the_longest_prefix_from_another_lanes_slot(engine: Engine) -> None:
+    head = engine.model.tokenize(HEAD)
+    a = head + engine.model.tokenize(" User: list the open issues of acme/api.")
+    b = head + engine.model.tokenize(" User: star the repository acme/web please.")
+    lane = engine.open_lane()
+    try:
+        engine.prefill(a, seq=MAIN)
+        before = engine.arena.stats.donor_copies
+        reused = engine.prefill(b, seq=lane)
+        shared = next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
+        assert reused == shared >= len(head) - 1
+        assert engine.arena.stats.donor_copies == before + 1
+        assert engine.lane(lane).slot != engine.lane(MAIN).slot
+        # the warm turn's logits are the cold prefill's, bit for bit (FA off, f16 K)
+        assert np.array_equal(engine.ctx.logits_ith(-1), _cold_logits(b))
+        # the donor still holds its own prompt: switching back decodes only the last token
+        assert engine.prefill(a, seq=MAIN) == len(a) - 1
+    finally:
+        engine.close_lane(lane)
+
+
+def test_the_greedy_continuation_of_a_warm_lane_equals_a_cold_one(engine: Engine) -> None:
+    head = engine.model.tokenize(HEAD)
+    prompt = head + engine.model.tokenize(" User: what changed in the last release?")
+    engine.prefill(head + engine.model.tokenize(" something else"), seq=SIDECAR)
+    lane = engine.open_lane()
+    try:
+        warm = engine.generate(prompt, seq=lane, max_tokens=12, keep=False)
+        assert warm.n_reused >= len(head) - 1
+    finally:
+        engine.close_lane(lane)
+    cold_engine = Engine(EngineConfig(model="tiny", n_ctx=2048, n_batch=64, n_threads=1))
+    try:
+        cold = cold_engine.generate(prompt, max_tokens=12, keep=False)
+    finally:
+        cold_engine.close()
+    assert cold.n_reused == 0
+    assert warm.tokens == cold.tokens
+
+
+def test_spliced_kv_is_never_offered_to_another_lane(engine: Engine) -> None:
+    toks = engine.model.tokenize(HEAD + " spliced tail of a decision prompt")
+    with engine.turn():
+        engine.prefill(toks, seq=SIDECAR)
+        engine.set_record(SIDECAR, toks, exact=10)  # as the splicer does: exact KV ends at the first off-anchor block
+        assert engine.arena.tree.size(engine.lane(SIDECAR).slot) == 10
+        lane = engine.open_lane()
+        # another lane may take the exact part only (MAIN may hold a longer exact prefix of the same head)
+        donor, shared = engine.arena.match(toks)
+        assert donor != engine.lane(SIDECAR).slot or shared <= 10
+        engine.close_lane(lane)
+    engine.truncate(SIDECAR, 0)
+
+
+def test_a_full_cache_evicts_the_least_recently_used_unlocked_slot_and_retries() -> None:
+    eng = Engine(EngineConfig(model="tiny", n_ctx=256, n_batch=64, n_threads=1, n_slots=4))
+    try:
+        words = ["alpha", "bravo", "charlie", "delta", "echo"]
+        prompts = [eng.model.tokenize(" ".join(f"{w}{i}" for i in range(60)))[:90] for w in words]
+        assert all(len(p) == 90 for p in prompts)
+        lanes = [eng.open_lane() for _ in prompts]
+        for lane, p in zip(lanes[:2], prompts[:2], strict=True):
+            eng.prefill(p, seq=lane)
+        # 180 of 256 cells are taken: the third prompt needs the first lane's cells, the least recently used
+        eng.prefill(prompts[2], seq=lanes[2])
+        assert eng.arena.stats.evictions >= 1
+        assert eng.lane(lanes[0]).tokens == []
+        assert eng.lane(lanes[1]).tokens == prompts[1]
+        # the evicted lane comes back by decoding again, and is the same as before
+        assert eng.prefill(prompts[0], seq=lanes[0]) == 0
+        assert np.array_equal(eng.ctx.logits_ith(-1), _cold_logits(prompts[0]))
+        # inside one turn, a slot the turn used is locked: when every other slot is locked too, the turn fails
+        # cleanly with KVCacheFull and the lanes keep what they held
+        with eng.turn():
+            assert eng.prefill(prompts[0], seq=lanes[0]) == 89  # the turn holds lane 0 now
+            eng.prefill(prompts[3], seq=lanes[3])  # evicts lane 2, the only slot no turn holds
+            assert eng.lane(lanes[2]).tokens == []
+            with pytest.raises(KVCacheFull, match="context is full"):
+                eng.prefill(prompts[4], seq=lanes[4])
+            assert eng.lane(lanes[0]).tokens == prompts[0]
+            assert eng.lane(lanes[3]).tokens == prompts[3]
+        assert eng.lane(lanes[4]).tokens == []
+        eng.prefill(prompts[4], seq=lanes[4])  # after the turn the others may be evicted again
+        assert eng.lane(lanes[4]).tokens == prompts[4]
+    finally:
+        eng.close()
+
+
+def test_every_slot_locked_by_one_turn_is_a_clear_error() -> None:
+    eng = Engine(EngineConfig(model="tiny", n_ctx=512, n_batch=64, n_threads=1, n_slots=2))
+    try:
+        with eng.turn():
+            eng.prefill(eng.model.tokenize("one"), seq=eng.open_lane())
+            eng.prefill(eng.model.tokenize("two"), seq=eng.open_lane())
+            with pytest.raises(ArenaFull, match="all 2 arena slots"):
+                eng.prefill(eng.model.tokenize("three"), seq=eng.open_lane())
+        assert eng.arena.tree.stats()["locked_slots"] == 0
+    finally:
+        eng.close()
+
+
+def _conversation(eng: Engine, lane: int, user: int, turns: int) -> list[tuple[list[int], bytes]]:
+    """A conversation with a shared system head and a growing history; one turn per call of the lock."""
+    out = []
+    history = eng.model.tokenize(HEAD)
+    for t in range(turns):
+        with eng.turn():
+            history = history + eng.model.tokenize(f" User {user} asks question {t} about repository {user * 7}.")
+            gen = eng.generate(history, seq=lane, max_tokens=6)
+            history = history + gen.tokens
+            out.append((gen.tokens, eng.ctx.logits_ith(-1).tobytes()))
+    return out
+
+
+def test_four_conversations_on_four_threads_are_bit_identical_to_each_run_alone() -> None:
+    alone = {}
+    for user in range(4):
+        eng = Engine(EngineConfig(model="tiny", n_ctx=4096, n_batch=64, n_threads=1))
+        try:
+            alone[user] = _conversation(eng, MAIN, user, 3)
+        finally:
+            eng.close()
+    shared = Engine(EngineConfig(model="tiny", n_ctx=4096, n_batch=64, n_threads=1))
+    together: dict[int, list[tuple[list[int], bytes]]] = {}
+    errors: list[BaseException] = []
+
+    def worker(user: int) -> None:
+        try:
+            together[user] = _conversation(shared, shared.open_lane(), user, 3)
+        except BaseException as e:  # surfaced below
+            errors.append(e)
+
+    try:
+        threads = [threading.Thread(target=worker, args=(u,)) for u in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert not errors
+        assert shared.arena.stats.donor_copies >= 1  # they did share the head
+    finally:
+        shared.close()
+    for user in range(4):
+        assert together[user] == alone[user], user
