@@ -53,7 +53,7 @@ def main() -> None:
     for it, pool in work:
         for split in (False, True):
             llm.split = split
-            llm.engine.free(llm.seq)
+            llm.engine.truncate(llm.seq, decision.head_tokens)  # the head stays warm, as in the agent
             picks[split].append(decision.rerank(it.query, pool, it.history).choice)
     same = sum(a == b for a, b in zip(picks[False], picks[True], strict=True)) / len(work)
     out = Path(args.out)

@@ -84,7 +84,7 @@ def main() -> None:
             for arm in arms[i % len(arms) :] + arms[: i % len(arms)]:  # the order rotates per request
                 sp = splicers[arm]
                 llm.splicer = sp
-                llm.engine.free(llm.seq)  # as the agent frees its sidecar each turn: only the pinned head stays
+                llm.engine.truncate(llm.seq, decision.head_tokens)  # the arena keeps the head warm across turns
                 r = router.route(it.query, it.history)
                 st = sp.last if sp is not None and r.decision_ms is not None else None
                 res[arm] = {

@@ -62,7 +62,7 @@ def main() -> None:
         out = []
         for it, pool in work:
             llm.splicer = splicer
-            llm.engine.free(llm.seq)
+            llm.engine.truncate(llm.seq, decision.head_tokens)  # the head stays warm, as in the agent
             t0 = time.perf_counter()
             choice = decision.rerank(it.query, pool, it.history).choice
             out.append((choice, (time.perf_counter() - t0) * 1e3, choice in it.gold if it.gold else choice is None))

@@ -310,9 +310,8 @@ def main() -> None:
                             f"the JSON arguments of {chosen.name} only.",
                         },
                     ]
-                    engine.free(SCRATCH)  # cold: the whole prompt is prefilled this turn
+                    engine.clear()  # cold: the whole prompt is prefilled this turn (no lane may lend a prefix)
                     ms, nt = ttft(engine, msgs, chosen, SCRATCH)
-                    engine.free(SCRATCH)
                     toks["c"].append(nt)
                     if ms != ms:  # NaN: does not fit the context
                         overflow_c = True

@@ -144,5 +144,13 @@ class SlotArena:
         self._on_evict(lane.slot)
         self._owner[lane.slot] = None
 
+    def clear(self) -> None:
+        """Every slot empty, every lane without KV (its slot binding stays; locks of the current hold too)."""
+        for slot in range(self.n_slots):
+            self.tree.erase(slot)
+            self._on_evict(slot)
+        for lane in self._lanes.values():
+            lane.tokens, lane.exact = [], 0
+
     def lanes(self) -> dict[int, Lane]:
         return dict(self._lanes)

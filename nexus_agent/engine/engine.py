@@ -161,6 +161,11 @@ class Engine:
         with self.turn():
             self.arena.drop_lane(lane)
 
+    def clear(self) -> None:
+        """Empty every slot of the arena (a cold start for measurements; lanes keep their ids, not their KV)."""
+        with self.turn():
+            self.arena.clear()
+
     def lane(self, seq: int) -> Lane:
         """The arena's record of lane ``seq``: its slot (a llama.cpp sequence id), tokens and exact prefix."""
         return self.arena.lane(seq)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 
-import numpy as np
 import pytest
 
 from nexus_agent.engine import MAIN, SIDECAR, Engine, EngineConfig

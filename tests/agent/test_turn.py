@@ -24,7 +24,7 @@ from nexus_agent.agent.turn import (
     needs_confirmation,
     run_turn,
 )
-from nexus_agent.engine import SIDECAR, Engine, EngineConfig
+from nexus_agent.engine import CHAT, Engine, EngineConfig
 from nexus_agent.registry import Registry, Tool, load_registry
 from nexus_agent.routing.followup import PreviousTurn
 
@@ -348,16 +348,15 @@ def test_crashed_tool_gives_an_error_and_keeps_the_conversation(
     assert convo.turns == []
 
 
-def test_answer_without_a_tool_is_written_in_the_sidecar_without_the_argument_rules(
+def test_answer_without_a_tool_is_written_in_its_own_lane_without_the_argument_rules(
     engine: Engine, router: AgentRouter, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[tuple[str, Any]] = []
-    real_chat, real_generate, real_free = engine.tokenize_chat, engine.generate, engine.free
+    real_chat, real_generate = engine.tokenize_chat, engine.generate
     monkeypatch.setattr(engine, "tokenize_chat", lambda m, *a, **k: seen.append(("chat", m)) or real_chat(m, *a, **k))
     monkeypatch.setattr(
         engine, "generate", lambda p, *a, **k: seen.append(("generate", k.get("seq"))) or real_generate(p, *a, **k)
     )
-    monkeypatch.setattr(engine, "free", lambda seq: seen.append(("free", seq)) or real_free(seq))
     calls: list[Any] = []
     convo = Conversation()
     events: list[Event] = []
@@ -368,8 +367,8 @@ def test_answer_without_a_tool_is_written_in_the_sidecar_without_the_argument_ru
     chat = [m for kind, m in seen if kind == "chat"]
     assert chat[-1][0] == {"role": "system", "content": SYSTEM_CHAT}  # no JSON-argument rules to imitate
     assert "No tool was run" in chat[-1][-1]["content"] and chat[-1][-1]["content"].startswith("good evening")
-    # written in the sidecar, which is freed afterwards: the main context keeps its cached prefix
-    assert [x for x in seen if x[0] != "chat"][-2:] == [("generate", SIDECAR), ("free", SIDECAR)]
+    # written in the CHAT lane: the conversation's lane keeps its cached prefix, the sidecar the decision's head
+    assert [x for x in seen if x[0] != "chat"][-1] == ("generate", CHAT)
     assert len(convo.turns) == 1 and convo.turns[0].tool is None
 
 

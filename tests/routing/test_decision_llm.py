@@ -22,7 +22,6 @@ class CharLLM:
     def __init__(self, answer: str) -> None:
         self.answer = answer
         self.prompt_len = 0
-        self.pinned: list[int] = []
 
     def render(self, messages: list[dict[str, str]]) -> list[int]:
         toks = self.tokenize("".join(f"<{m['role']}>{m['content']}" for m in messages))
@@ -44,9 +43,6 @@ class CharLLM:
     def settle(self) -> None:
         pass
 
-    def pin(self, n_tokens: int) -> None:
-        self.pinned.append(n_tokens)
-
     def tokenize(self, text: str) -> list[int]:
         return [ord(c) for c in text]
 
@@ -62,7 +58,7 @@ def test_the_choice_follows_the_model_through_the_protocol(registry_dir: Path) -
     res = rr.rerank("whatever", tools)
     assert res.choice == target.qualified_name
     assert res.scores[7] == max(res.scores) and len(res.scores) == len(tools)
-    assert llm.pinned == [rr.head_tokens] and rr.head_tokens > 100  # the shared system message
+    assert rr.head_tokens > 100  # the shared system message
     assert LLMChoiceReranker(llm=CharLLM("none")).rerank("whatever", tools).choice is None
 
 
@@ -77,7 +73,7 @@ def test_the_llm_rerankers_say_they_need_an_llm_and_the_engine_session_is_one() 
     assert not reranker_class("cross-encoder").uses_llm
     # structural: PrefixCachedLLM offers every method of the protocol
     assert all(
-        callable(getattr(PrefixCachedLLM, m, None)) for m in ("render", "logits_after", "pin", "tokenize", "eos")
+        callable(getattr(PrefixCachedLLM, m, None)) for m in ("render", "logits_after", "tokenize", "eos")
     )
     llm: DecisionLLM = CharLLM("x")  # a fake is a DecisionLLM for the type checker too
     assert llm.eos() == 0

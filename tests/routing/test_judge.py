@@ -53,14 +53,13 @@ def _tools(registry_dir: Path) -> list[Tool]:
     return load_registry(registry_dir).profile("github_all")
 
 
-def test_the_judge_scores_yes_over_no_and_pins_its_instructions(registry_dir: Path) -> None:
+def test_the_judge_scores_yes_over_no_behind_its_instructions(registry_dir: Path) -> None:
     tools = _tools(registry_dir)[:5]
     llm = WordLLM(yes_logit=2.0)
     judge = RelevanceJudge(llm)
     j = judge.judge("list my gists", tools)
     # two spellings of each letter: logsumexp(2 × 2.0) - logsumexp(2 × 0.0) = 2.0
     assert j.log_odds == pytest.approx(2.0, abs=1e-6) and j.ms >= 0.0
-    assert llm.pinned == [judge.head_tokens(_servers_line(tools))]
     head = llm.prompts[-1][: judge.head_tokens(_servers_line(tools))]
     assert head.endswith("<user>") and "list my gists" not in head  # the instructions and the worked examples
     assert "by service:\n- github: " in head and "add_comment_to_pending_review" in head

@@ -54,10 +54,10 @@ def segments(engine: Engine) -> list[Segment]:
 
 
 def reference(engine: Engine, tokens: list[int], n_logits: int = 4) -> np.ndarray:
-    engine.ctx.seq_rm(SCRATCH)
-    out = engine.ctx.decode(tokens, 0, seq=SCRATCH, n_logits=n_logits)
-    engine.ctx.seq_rm(SCRATCH)
-    engine.seq_cache(SCRATCH).tokens = []
+    engine.truncate(SCRATCH, 0)
+    slot = engine.slot(SCRATCH)  # decoded from position 0 by hand: no prefix borrowed from another lane
+    out = engine.ctx.decode(tokens, 0, seq=slot, n_logits=n_logits)
+    engine.ctx.seq_rm(slot)
     assert out is not None
     return out
 
@@ -98,7 +98,7 @@ def test_anchored_block_is_exact_and_later_blocks_only_approximate(engine: Engin
     st = splice_prefill(engine, tokens, places[:1], [], SEQ, n_logits=4)
     assert places[0].delta == 0 and st.n_blocks == 1 and st.n_spliced == len(first_only[1].tokens)
     assert st.logits is not None and np.array_equal(st.logits, ref)
-    assert engine.seq_cache(SEQ).exact == len(tokens)  # nothing approximate in it
+    assert engine.lane(SEQ).exact == len(tokens)  # nothing approximate in it
     # all three, no repair: the later two never saw the lines before them, so the output moves, a little
     engine.truncate(SEQ, 0)
     st = splice_prefill(engine, tokens, places, [], SEQ, n_logits=4)
@@ -114,7 +114,7 @@ def test_anchored_block_is_exact_and_later_blocks_only_approximate(engine: Engin
     splice_prefill(engine, tokens, places, [], SEQ, n_logits=4)
     # the record holds the prompt; exact prefix reuse stops where spliced KV begins, so a text prefill of the same
     # prompt re-decodes from there and gets the reference (to float noise: other batch split and cell slots)
-    cache = engine.seq_cache(SEQ)
+    cache = engine.lane(SEQ)
     assert cache.tokens == tokens and cache.exact == places[1].start
     reused = engine.prefill(tokens, seq=SEQ, n_logits=1)
     assert reused == places[1].start
@@ -132,8 +132,8 @@ def test_mid_block_repair_runs_in_temporary_sequences(engine: Engine, tmp_path: 
     assert st.runs == 3 and st.n_repaired == len(rep)  # each block's first half: a run per block
     assert st.logits is not None and np.isfinite(kl(ref, st.logits))
     # the temporary sequences are gone again and the target holds every position once
-    assert engine.ctx.seq_pos_max(SEQ) == len(tokens) - 1
-    assert all(engine.ctx.seq_pos_max(s) == -1 for s in range(8, 12))
+    assert engine.ctx.seq_pos_max(engine.slot(SEQ)) == len(tokens) - 1
+    assert all(engine.ctx.seq_pos_max(s) == -1 for s in (engine.splice_seq, *engine.temp_seqs))
 
 
 def test_splicer_falls_back_to_text_for_a_block_of_another_header(
@@ -160,7 +160,7 @@ def test_splicer_falls_back_to_text_for_a_block_of_another_header(
     engine.truncate(SEQ, 0)
     st = sp.prefill_segments(segs, SEQ)
     assert st.n_blocks == 2  # the rejected line was decoded as text
-    assert engine.seq_cache(SEQ).tokens == tokens
+    assert engine.lane(SEQ).tokens == tokens
     err = capsys.readouterr().err
     assert "compiled block rejected" in err and "header" in err and "prefilling text instead" in err
 
@@ -179,7 +179,7 @@ def test_auto_splices_only_the_anchored_block_and_compiles_it_after_the_turn(eng
     st = sp.prefill_segments(segs, SEQ)
     assert st.n_blocks == 1 and st.n_spliced == len(segs[1].tokens) and st.n_repaired == 0
     assert np.array_equal(engine.ctx.logits_ith(-1), ref[-1])  # exact: the never-regress default
-    assert engine.seq_cache(SEQ).exact == len(tokens)
+    assert engine.lane(SEQ).exact == len(tokens)
 
 
 def test_auto_does_not_splice_when_repair_would_eat_the_saving(engine: Engine, tmp_path: Path) -> None:
