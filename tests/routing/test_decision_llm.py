@@ -72,8 +72,6 @@ def test_the_llm_rerankers_say_they_need_an_llm_and_the_engine_session_is_one() 
     assert reranker_class("llm-choice").uses_llm and reranker_class("llm-pointwise").uses_llm
     assert not reranker_class("cross-encoder").uses_llm
     # structural: PrefixCachedLLM offers every method of the protocol
-    assert all(
-        callable(getattr(PrefixCachedLLM, m, None)) for m in ("render", "logits_after", "tokenize", "eos")
-    )
+    assert all(callable(getattr(PrefixCachedLLM, m, None)) for m in ("render", "logits_after", "tokenize", "eos"))
     llm: DecisionLLM = CharLLM("x")  # a fake is a DecisionLLM for the type checker too
     assert llm.eos() == 0
