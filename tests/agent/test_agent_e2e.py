@@ -206,3 +206,30 @@ def test_a_question_does_not_merge_even_with_yes(tmp_path: Path) -> None:
         assert a.agent.conversation.turns == []
     finally:
         a.close()
+
+
+def test_chats_opened_on_one_agent_keep_their_own_history_on_one_model(agent: SyncNexusAgent) -> None:
+    engine = agent.agent.engine
+    assert engine is not None
+    first = len(agent.agent.conversation.turns)
+    work, home = agent.open_chat(), agent.open_chat()
+    try:
+        ev_work = work.run("list the open issues in the acme/api repository")
+        ev_home = home.run("good evening! how was your day?")
+        assert ev_work[-1].type == "answer" and ev_home[-1].type == "answer"
+        assert [t.user for t in work.conversation.turns] == ["list the open issues in the acme/api repository"]
+        assert [t.user for t in home.conversation.turns] == ["good evening! how was your day?"]
+        assert work.conversation.turns[0].tool is not None and home.conversation.turns[0].tool is None
+        assert len(agent.agent.conversation.turns) == first  # the agent's first chat is untouched
+        assert agent.agent.engine is engine  # one model load serves every chat
+        # switching back to the work chat: its lane still holds its prompt, so the next turn starts warm
+        assert engine.lane(work.chat.lane).tokens
+        reused = engine.arena.stats.reused_tokens
+        ev = work.run("and in acme/web?")
+        assert ev[-1].type == "answer", [e.type for e in ev]
+        assert engine.arena.stats.reused_tokens > reused
+        assert len(work.conversation.turns) == 2 and len(home.conversation.turns) == 1
+    finally:
+        work.close()
+        home.close()
+    assert engine.lane(work.chat.lane).tokens == []  # a closed chat's KV is gone

@@ -177,3 +177,24 @@ def test_four_conversations_on_four_threads_are_bit_identical_to_each_run_alone(
         shared.close()
     for user in range(4):
         assert together[user] == alone[user], user
+
+
+@pytest.mark.real_model
+def test_a_warm_prompt_on_a_real_model_gives_the_cold_logits_bit_for_bit() -> None:
+    eng = Engine(EngineConfig(model="qwen0.5b", n_ctx=2048, n_threads=2))
+    try:
+        head = eng.model.tokenize(HEAD)
+        a = head + eng.model.tokenize(" User: list the open issues of acme/api.")
+        b = head + eng.model.tokenize(" User: who reviewed the last pull request on acme/web?")
+        eng.prefill(a, seq=MAIN)
+        lane = eng.open_lane()
+        assert eng.prefill(b, seq=lane) >= len(head) - 1
+        warm = eng.ctx.logits_ith(-1).copy()
+    finally:
+        eng.close()
+    cold = Engine(EngineConfig(model="qwen0.5b", n_ctx=2048, n_threads=2))
+    try:
+        assert cold.prefill(b, seq=MAIN) == 0
+        assert np.array_equal(warm, cold.ctx.logits_ith(-1))
+    finally:
+        cold.close()
