@@ -19,6 +19,7 @@ def test_native_sanitize() -> None:
     out = _run("native-sanitize")
     assert "test_scan: " in out and "serial" in out
     assert "test_buddy: OK" in out
+    assert "test_radix: OK" in out
     assert "native-sanitize: OK" in out
 
 
@@ -26,3 +27,4 @@ def test_native_neon_under_qemu() -> None:
     out = _run("native-neon")
     assert "ISAs: neon, serial" in out  # the NEON kernel was built, registered and compared with serial
     assert "test_buddy: OK" in out
+    assert "test_radix: OK" in out
