@@ -8,6 +8,7 @@ while the grammar, compiled from the full schema, makes invalid JSON and unknown
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -18,6 +19,7 @@ from typing import Any
 import jsonschema
 from llama_cpp.llama_grammar import json_schema_to_gbnf
 
+from nexus_agent.agent import forms
 from nexus_agent.agent.prompts import SYSTEM_MAIN, arg_request
 from nexus_agent.engine import MAIN, Engine, Generation
 from nexus_agent.registry import Tool
@@ -183,25 +185,31 @@ def grammar_for(tool: Tool) -> str:
     return _grammar_for(json.dumps(tool.input_schema))
 
 
-def _grounded(value: Any, prop: Mapping[str, Any], name: str, text: str, text_words: set[str]) -> bool:
-    """Whether an optional value is supported by the conversation rather than invented."""
+def _grounded(
+    value: Any, prop: Mapping[str, Any], name: str, text: str, text_words: set[str], today: dt.date | None = None
+) -> bool:
+    """Whether a value is supported by the conversation rather than invented: spelled as it is, or stated in
+    another form (a date, a number in words, another unit, a paraphrased enum value: ``agent/forms/``), relative
+    dates read from ``today``."""
     if isinstance(value, bool):
         return value is False or _mentioned(words(name), text_words)
     if isinstance(value, int | float):
-        return bool(re.search(rf"(?<![\w.]){re.escape(str(value))}(?![\w])", text)) or (
+        literal = bool(re.search(rf"(?<![\w.]){re.escape(str(value))}(?![\w])", text)) or (
             float(value).is_integer() and bool(re.search(rf"(?<![\w.]){int(value)}(?![\w])", text))
         )
+        return literal or forms.stated(value, prop, name, forms.Context(text, today or dt.date.today()))
     if isinstance(value, str):
         vw = words(value)
-        if not vw:
-            return False
-        if value.lower() in text.lower():
+        if value and value.lower() in text.lower():
             return True
-        return sum(1 for w in vw if _mentioned({w}, text_words)) / len(vw) >= 0.5
+        if vw and sum(1 for w in vw if _mentioned({w}, text_words)) / len(vw) >= 0.5:
+            return True
+        return forms.stated(value, prop, name, forms.Context(text, today or dt.date.today()))
     if isinstance(value, list):
-        return bool(value) and all(_grounded(v, prop.get("items") or {}, name, text, text_words) for v in value)
+        items = prop.get("items") or {}
+        return bool(value) and all(_grounded(v, items, name, text, text_words, today) for v in value)
     if isinstance(value, dict):
-        return bool(value) and any(_grounded(v, {}, k, text, text_words) for k, v in value.items())
+        return bool(value) and any(_grounded(v, {}, k, text, text_words, today) for k, v in value.items())
     return False
 
 
@@ -210,7 +218,9 @@ def _is_option(prop: Mapping[str, Any]) -> bool:
     return "enum" in prop or prop.get("type") == "boolean"
 
 
-def drop_ungrounded(tool: Tool, args: dict[str, Any], context: str, user_context: str | None = None) -> dict[str, Any]:
+def drop_ungrounded(
+    tool: Tool, args: dict[str, Any], context: str, user_context: str | None = None, today: dt.date | None = None
+) -> dict[str, Any]:
     """Remove optional arguments the conversation does not support: placeholders such as ``your_username``,
     default-looking ``page: 1``, unrequested ``fields`` lists. Required arguments always stay.
 
@@ -224,7 +234,7 @@ def drop_ungrounded(tool: Tool, args: dict[str, Any], context: str, user_context
     def supported(name: str, value: Any) -> bool:
         prop = props.get(name) or {}
         text, text_words = user if _is_option(prop) else anyone
-        return _grounded(value, prop, name, text, text_words)
+        return _grounded(value, prop, name, text, text_words, today)
 
     kept = {k: v for k, v in args.items() if k in required or supported(k, v)}
     return kept if validate(tool, kept) is None else args
@@ -309,14 +319,31 @@ def validate(tool: Tool, args: Any) -> str | None:
     return f"{where}: {err.message}"
 
 
-def arg_messages(tool: Tool, request: str, history: list[dict[str, str]]) -> list[dict[str, str]]:
+_DATE_WORDS = re.compile(r"\b(date|time|iso ?8601|yyyy|since|until|before|after)")
+
+
+def takes_a_date(tool: Tool) -> bool:
+    """Whether a parameter of ``tool`` is a date or time (its ``format``, or its name or description says so)."""
+    for name, prop in (tool.input_schema.get("properties") or {}).items():
+        fmt = str(prop.get("format", ""))
+        text = f"{name} {prop.get('description', '')}".lower()
+        if fmt in ("date", "date-time", "time") or _DATE_WORDS.search(text):
+            return True
+    return False
+
+
+def arg_messages(
+    tool: Tool, request: str, history: list[dict[str, str]], today: dt.date | None = None
+) -> list[dict[str, str]]:
     """Chat messages for argument writing: the shared system prompt, the (pruned) history, then the request
-    with the tool's signature and the rules. Only the last message differs from the answer prompt."""
+    with the tool's signature and the rules. Only the last message differs from the answer prompt. A tool with a
+    date parameter is told today's date (with ``today``), so "next Tuesday" can be written as a date."""
     sig = signature(tool, ARG_SIGNATURE)
+    date_note = today is not None and takes_a_date(tool)
     return [
         {"role": "system", "content": SYSTEM_MAIN},
         *history,
-        {"role": "user", "content": arg_request(request, sig)},
+        {"role": "user", "content": arg_request(request, sig, today if date_note else None)},
     ]
 
 
@@ -325,11 +352,13 @@ def conversation_text(request: str, history: list[dict[str, str]], user_only: bo
     return "\n".join([*(m["content"] for m in history if not user_only or m["role"] == "user"), request])
 
 
-def arg_prompt(tool: Tool, request: str, history: list[dict[str, str]]) -> tuple[Tool, list[dict[str, str]]]:
+def arg_prompt(
+    tool: Tool, request: str, history: list[dict[str, str]], today: dt.date | None = None
+) -> tuple[Tool, list[dict[str, str]]]:
     """What argument writing prefills: the view of ``tool`` for this conversation (:func:`arg_view`, whose
     schema the grammar follows) and the chat messages over its signature."""
     view = arg_view(tool, conversation_text(request, history))
-    return view, arg_messages(view, request, history)
+    return view, arg_messages(view, request, history, today)
 
 
 class ArgumentWriter:
@@ -345,9 +374,13 @@ class ArgumentWriter:
         # keep=False: the JSON is not part of the conversation; the agent records the call itself.
         return self.engine.generate(prompt, seq=self.lane, grammar=grammar, max_tokens=self.max_tokens, keep=False)
 
-    def write(self, tool: Tool, request: str, history: list[dict[str, str]] | None = None) -> ArgResult:
+    def write(
+        self, tool: Tool, request: str, history: list[dict[str, str]] | None = None, today: dt.date | None = None
+    ) -> ArgResult:
+        """Arguments for ``tool``; ``today`` (default: the date now) is what relative dates are read from."""
         history = history or []
-        view, msgs = arg_prompt(tool, request, history)
+        today = today or dt.date.today()
+        view, msgs = arg_prompt(tool, request, history, today)
         grammar = grammar_for(view)
         with self.engine.turn():
             gen = self._attempt(msgs, grammar)
@@ -366,7 +399,11 @@ class ArgumentWriter:
                 json_ok = json_ok and json_ok2
         if args is not None and err is None:
             args = drop_ungrounded(
-                tool, args, conversation_text(request, history), conversation_text(request, history, user_only=True)
+                tool,
+                args,
+                conversation_text(request, history),
+                conversation_text(request, history, user_only=True),
+                today,
             )
         return ArgResult(
             tool.name,

@@ -4,6 +4,7 @@ tool call use ``SYSTEM_CHAT`` (the same text without the argument rules) in the 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
@@ -66,8 +67,10 @@ NO_TOOL = (
 )
 
 
-def arg_request(request: str, sig: str) -> str:
-    return f"{request}\n\n---\n{ARG_RULES.format(sig=sig)}"
+def arg_request(request: str, sig: str, today: dt.date | None = None) -> str:
+    """The argument request; with ``today``, a line giving today's date (ISO, and the weekday) goes first."""
+    note = f"(Today is {today.isoformat()}, a {today.strftime('%A')}.)\n" if today is not None else ""
+    return f"{request}\n\n---\n{note}{ARG_RULES.format(sig=sig)}"
 
 
 def call_note(tool: str, arguments: dict[str, Any]) -> str:

@@ -1,0 +1,190 @@
+"""Enum values the request paraphrases: "unsolved" for ``open``, "newest first" for ``desc``, "most starred" for
+``stars``, "fermées" for ``closed``. A value counts as stated when a word or phrase of :data:`SYNONYMS` for it (in
+English or one of the other languages listed) appears in the user's words; the literal value is checked by the
+caller."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from nexus_agent.agent.forms.base import Context
+
+# canonical value (lower case, words joined by "_") -> phrases that state it; a phrase matches at a word start, so
+# "ferm" covers fermé, fermée, fermées
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    "open": (
+        "unsolved",
+        "unresolved",
+        "outstanding",
+        "active",
+        "pending",
+        "not closed",
+        "still open",
+        "ouvert",
+        "abiert",
+        "offen",
+        "apert",
+        "abert",
+        "openstaand",
+        "otwart",
+        "открыт",
+        "未解決",
+        "未解决",
+        "オープン",
+    ),
+    "closed": (
+        "resolved",
+        "solved",
+        "finished",
+        "done",
+        "fixed",
+        "not open",
+        "ferm",
+        "cerrad",
+        "geschlossen",
+        "erledigt",
+        "chius",
+        "fechad",
+        "gesloten",
+        "zamknię",
+        "закрыт",
+        "クローズ",
+        "已关闭",
+        "关闭",
+    ),
+    "all": (
+        "every",
+        "any state",
+        "regardless",
+        "open or closed",
+        "open and closed",
+        "tous",
+        "toutes",
+        "todos",
+        "todas",
+        "alle",
+        "tutti",
+        "tutte",
+        "wszystk",
+        "все",
+        "すべて",
+        "全部",
+    ),
+    "merged": ("merge", "fusionn", "fusionad", "gemergt", "zusammengeführt", "unit"),
+    "asc": (
+        "ascending",
+        "oldest first",
+        "earliest first",
+        "smallest first",
+        "lowest first",
+        "a to z",
+        "a-z",
+        "croissant",
+        "ascendente",
+        "aufsteigend",
+        "crescente",
+        "oplopend",
+        "rosnąc",
+        "по возрастанию",
+        "昇順",
+        "升序",
+    ),
+    "desc": (
+        "descending",
+        "newest first",
+        "latest first",
+        "most recent first",
+        "recent first",
+        "largest first",
+        "biggest first",
+        "highest first",
+        "z to a",
+        "décroissant",
+        "descendente",
+        "absteigend",
+        "decrescente",
+        "aflopend",
+        "malejąc",
+        "по убыванию",
+        "降順",
+        "降序",
+        "plus récent",
+        "más reciente",
+        "neueste",
+    ),
+    "created": (
+        "creation",
+        "newest",
+        "newly created",
+        "recently created",
+        "date created",
+        "création",
+        "creación",
+        "erstell",
+        "creazione",
+        "criação",
+    ),
+    "updated": (
+        "recently updated",
+        "last updated",
+        "last modified",
+        "modified",
+        "recently changed",
+        "changed",
+        "last activity",
+        "mis à jour",
+        "actualiz",
+        "aktualisiert",
+        "aggiornat",
+        "atualizad",
+    ),
+    "comments": (
+        "most discussed",
+        "most commented",
+        "discussion",
+        "commentaires",
+        "comentarios",
+        "kommentare",
+        "commenti",
+    ),
+    "stars": ("starred", "popular", "popularity", "most stars", "étoiles", "estrellas", "sterne", "stelle"),
+    "forks": ("forked", "most forks"),
+    "best_match": ("relevance", "most relevant", "best match", "pertinence", "relevancia", "relevanz"),
+    "high": ("urgent", "important", "critical", "top priority", "haute", "alta", "hoch", "dringend", "élevée"),
+    "low": ("minor", "not urgent", "basse", "baja", "niedrig"),
+    "public": ("everyone can see", "visible to everyone", "öffentlich", "público", "pubblico"),
+    "private": ("only me", "not public", "hidden", "secret", "privé", "privad", "privat", "privato"),
+    "public_and_private": ("public or private",),
+    "draft": ("brouillon", "borrador", "entwurf", "bozza", "rascunho", "wip", "work in progress"),
+    "approve": ("approv", "lgtm", "looks good", "genehmig", "aprob", "approuv"),
+    "request_changes": ("needs changes", "changes requested", "request changes", "demand changes"),
+    "comment": ("just comment", "only comment"),
+    "squash": ("squash", "single commit", "one commit"),
+    "rebase": ("rebase", "linear history"),
+    "member": ("members", "membre", "miembro", "mitglied"),
+    "admin": ("administrator", "administrateur", "administrador"),
+}
+
+_NORMALISE = re.compile(r"[\s\-]+")
+
+
+def _key(value: str) -> str:
+    return _NORMALISE.sub("_", value.strip().lower())
+
+
+def stated(value: Any, prop: Mapping[str, Any], name: str, ctx: Context) -> bool:
+    if not isinstance(value, str):
+        return False
+    phrases = SYNONYMS.get(_key(value), ())
+    if not phrases:
+        # CREATED_AT, updated-at, best-match: the value's first word may be a key ("created")
+        head = _key(value).split("_")[0]
+        phrases = SYNONYMS.get(head, ()) if head != _key(value) else ()
+    low = ctx.text.casefold()
+    for p in phrases:
+        pat = rf"(?<!\w){re.escape(p)}" if p.isascii() or (p[0].isalpha() and ord(p[0]) < 0x3000) else re.escape(p)
+        if re.search(pat, low):
+            return True
+    return False

@@ -1,0 +1,48 @@
+"""Numbers written as words ("ten", "vingt-cinq", "zwölf"), in another script ("١٢"), with a suffix ("10k") or as
+an idiom ("a dozen"); an ordinal ("the second page") for a page number."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from text_to_num import alpha2digit
+
+from nexus_agent.agent.forms.base import Context
+
+# text2num's languages: words in any of them become digits
+_LANGS = ("en", "fr", "es", "de", "it", "pt", "nl")
+# \d is Unicode-aware: Arabic-Indic and other decimal digits match, and float() reads them
+# an ordinal ("1st", "the first") is not a count: "close the first issue" gives no issue number 1
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)?)(?:\s*(k|thousand))?(?!\w)", re.I)
+_IDIOMS = {"half a dozen": 6.0, "a dozen": 12.0, "dozen": 12.0, "a hundred": 100.0, "a thousand": 1000.0}
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+
+
+@lru_cache(maxsize=256)
+def numbers_in(text: str) -> frozenset[float]:
+    """Every number ``text`` states, in digits or in words of text2num's languages."""
+    out: set[float] = set()
+    low = text.casefold()
+    for variant in {text, *(alpha2digit(text, lang, threshold=0) for lang in _LANGS)}:
+        for m in _NUMBER.finditer(variant):
+            try:
+                n = float(m.group(1).replace(",", "."))
+            except ValueError:
+                continue
+            out.add(n * 1000 if m.group(2) else n)
+    out |= {v for k, v in _IDIOMS.items() if re.search(rf"(?<!\w){k}(?!\w)", low)}
+    return frozenset(out)
+
+
+def stated(value: Any, prop: Mapping[str, Any], name: str, ctx: Context) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if float(value) in numbers_in(ctx.text):
+        return True
+    # "the second page": an ordinal names a page number, and nothing else (it would ground "first" everywhere)
+    if "page" in name.lower() and float(value).is_integer() and 1 <= value <= len(_ORDINALS):
+        return bool(re.search(rf"(?<!\w){_ORDINALS[int(value) - 1]}(?!\w)", ctx.text.casefold()))
+    return False
