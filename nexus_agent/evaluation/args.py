@@ -1,14 +1,17 @@
 """``eval-args``: routing plus argument generation on an eval set, checked BFCL-style, no tool execution.
 
 A call is correct when the tool name is exact (or an accepted alternative), every required parameter is
-present, no unknown parameter appears, the expected ``arguments`` match after normalisation, and every
-``arg_contains`` substring appears (case-insensitive). Items with ``history`` replay it as the earlier
-conversation, through the same pruned window the sidecar uses, so coreference is part of what is measured; a
-dialogue's ``turns`` (``evaluation/dialogues.py``) are replayed through the agent's own conversation record.
+present, no unknown parameter appears, the expected ``arguments`` match after normalisation, no ``arg_absent``
+parameter appears (an optional value the request does not give), and every ``arg_contains`` substring appears
+(case-insensitive). An item's ``now`` is the date its relative dates are read from. Items with ``history``
+replay it as the earlier conversation, through the same pruned window the sidecar uses, so coreference is part of
+what is measured; a dialogue's ``turns`` (``evaluation/dialogues.py``) are replayed through the agent's own
+conversation record.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 from collections.abc import Mapping
@@ -65,12 +68,20 @@ def check_arguments(tool: Tool, args: Mapping[str, Any], item: Mapping[str, Any]
             problems.append(f"missing {k}")
         elif not values_match(v, args[k]):
             problems.append(f"{k}={json.dumps(args[k])[:60]} expected {json.dumps(v)[:60]}")
+    for k in item.get("arg_absent") or []:
+        if k in args:
+            problems.append(f"{k}={json.dumps(args[k])[:60]} not asked for")
     for k, subs in (item.get("arg_contains") or {}).items():
         text = json.dumps(args.get(k, ""), ensure_ascii=False).lower()
         for s in subs:
             if s.lower() not in text:
                 problems.append(f"{k} lacks {s!r}")
     return problems
+
+
+def today_of(item: Mapping[str, Any]) -> dt.date | None:
+    """The date an item's relative dates are read from (its ``now``), or None for the date it is run on."""
+    return dt.date.fromisoformat(item["now"]) if item.get("now") else None
 
 
 def expected_names(item: Mapping[str, Any]) -> set[str]:
@@ -131,7 +142,7 @@ def run_eval(
             decision=route.decision,
         )
         if route.tool is not None and route.tool in tools:
-            ar = writer.write(tools[route.tool], item["query"], window)
+            ar = writer.write(tools[route.tool], item["query"], window, today_of(item))
             res.json_valid = ar.json_valid
             res.arguments = ar.arguments
             res.latency_ms = route_ms + ar.ttft_ms

@@ -26,7 +26,14 @@ def numbers_in(text: str) -> frozenset[float]:
     """Every number ``text`` states, in digits or in words of text2num's languages."""
     out: set[float] = set()
     low = text.casefold()
-    for variant in {text, *(alpha2digit(text, lang, threshold=0) for lang in _LANGS)}:
+    # English ordinals are masked before the other languages read the text: Italian reads "second" as 2
+    masked = re.sub(rf"(?<!\w)(?:{'|'.join(_ORDINALS)})(?!\w)", "§", text, flags=re.I)
+    variants = {
+        text,
+        alpha2digit(text, "en", threshold=0),
+        *(alpha2digit(masked, lang, threshold=0) for lang in _LANGS),
+    }
+    for variant in variants:
         for m in _NUMBER.finditer(variant):
             try:
                 n = float(m.group(1).replace(",", "."))
