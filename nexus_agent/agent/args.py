@@ -192,7 +192,11 @@ def _grounded(
     another form (a date, a number in words, another unit, a paraphrased enum value: ``agent/forms/``), relative
     dates read from ``today``."""
     if isinstance(value, bool):
-        return value is False or _mentioned(words(name), text_words)
+        return (
+            value is False
+            or _mentioned(words(name), text_words)
+            or forms.stated(value, prop, name, forms.Context(text, today or dt.date.today()))
+        )
     if isinstance(value, int | float):
         literal = bool(re.search(rf"(?<![\w.]){re.escape(str(value))}(?![\w])", text)) or (
             float(value).is_integer() and bool(re.search(rf"(?<![\w.]){int(value)}(?![\w])", text))

@@ -41,10 +41,15 @@ TODAY = dt.date(2026, 12, 3)  # a Thursday
         ("closed", "liste les issues fermées", {"enum": ["open", "closed"]}),
         ("desc", "newest first please", {"enum": ["asc", "desc"]}),
         ("CREATED_AT", "most recently created ones", {"enum": ["CREATED_AT", "UPDATED_AT"]}),
+        (30, "最大30件表示して", {}),
+        (2000, "refund twenty bucks", {"description": "Amount in cents"}),
+        (900, "lasts a quarter of an hour", {"description": "Duration in seconds"}),
+        (True, "just show me a preview, don't write it", {"type": "boolean"}),
     ],
 )
 def test_a_value_stated_in_another_form_is_grounded(value: Any, text: str, prop: dict[str, Any]) -> None:
-    assert forms.stated(value, prop, "x", forms.Context(text, TODAY))
+    name = "dryRun" if value is True else "x"
+    assert forms.stated(value, prop, name, forms.Context(text, TODAY))
 
 
 @pytest.mark.parametrize(
@@ -60,6 +65,7 @@ def test_a_value_stated_in_another_form_is_grounded(value: Any, text: str, prop:
         (60, "a timeout of two hours", {"description": "Timeout in seconds"}, "timeout"),  # wrong conversion
         ("closed", "show the unsolved tickets", {"enum": ["open", "closed"]}, "state"),  # the opposite
         ("your_username", "list my repositories", {}, "owner"),  # a placeholder
+        (True, "delete the file", {"type": "boolean"}, "dryRun"),  # a flag nobody turned on
     ],
 )
 def test_a_value_the_request_does_not_state_is_not(value: Any, text: str, prop: dict[str, Any], name: str) -> None:
@@ -102,4 +108,4 @@ def test_a_made_up_identifier_is_still_caught_when_the_request_uses_ordinals() -
 
 
 def test_every_form_is_registered_once() -> None:
-    assert set(forms.FORMS) == {"date", "number", "unit", "enum"}
+    assert set(forms.FORMS) == {"date", "number", "unit", "enum", "flag"}

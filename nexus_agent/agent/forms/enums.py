@@ -165,6 +165,17 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "rebase": ("rebase", "linear history"),
     "member": ("members", "membre", "miembro", "mitglied"),
     "admin": ("administrator", "administrateur", "administrador"),
+    "not_planned": ("won't do", "wont do", "won't fix", "wontfix", "won't implement", "not planned", "not going to"),
+    "completed": ("done", "fixed", "finished", "resolved", "complete"),
+    "board": ("kanban", "board view", "columns"),
+    "table": ("spreadsheet", "grid", "table view"),
+    "roadmap": ("timeline", "gantt"),
+    "outside": ("outside collaborator", "not a member", "without being a member", "external", "non-member"),
+    "direct": ("directly",),
+    "local": ("lokal", "locale", "locaal", "ローカル", "本地"),
+    "remote": ("remotely", "entfernt", "distant", "remoto", "リモート", "远程"),
+    "always_invoice": ("invoice immediately", "bill immediately", "right away", "immediately"),
+    "none": ("no proration", "don't prorate", "do not prorate", "without proration"),
 }
 
 _NORMALISE = re.compile(r"[\s\-]+")

@@ -20,10 +20,15 @@ _UNIT_WORD = re.compile(
 )
 _QUANTITY = re.compile(r"(\d+(?:[.,]\d+)?)\s*([a-zA-Zµ]+)")
 _MONEY = re.compile(
-    r"(?:[$€£]\s*(\d+(?:[.,]\d{1,2})?))|(?:(\d+(?:[.,]\d{1,2})?)\s*(?:dollars?|euros?|pounds?|usd|eur|gbp|[$€£]))", re.I
+    r"(?:[$€£]\s*(\d+(?:[.,]\d{1,2})?))|"
+    r"(?:(\d+(?:[.,]\d{1,2})?)\s*(?:dollars?|bucks?|euros?|pounds?|usd|eur|gbp|[$€£]))",
+    re.I,
 )
 _IDIOMS = {"half an hour": (0.5, "hour"), "an hour": (1.0, "hour"), "a day": (1.0, "day"), "a week": (1.0, "week"),
-           "a minute": (1.0, "minute"), "a mile": (1.0, "mile")}  # fmt: skip
+           "a minute": (1.0, "minute"), "a mile": (1.0, "mile"), "a quarter of an hour": (0.25, "hour"),
+           "quarter of an hour": (0.25, "hour"), "an hour and a half": (1.5, "hour"),
+           "a minute and a half": (1.5, "minute"), "half a minute": (0.5, "minute"), "half a day": (0.5, "day"),
+           "a fortnight": (2.0, "week")}  # fmt: skip
 
 
 @lru_cache(maxsize=1)
@@ -52,7 +57,8 @@ def stated(value: Any, prop: Mapping[str, Any], name: str, ctx: Context) -> bool
         return False
     target = m.group(1).lower()
     if target.startswith("cent") or target == "smallest currency unit":
-        return any(abs(float((a or b).replace(",", ".")) * 100 - value) < 1e-6 for a, b in _MONEY.findall(ctx.text))
+        amounts = _MONEY.findall(alpha2digit(ctx.text, "en", threshold=0))  # "twenty bucks" → "20 bucks"
+        return any(abs(float((a or b).replace(",", ".")) * 100 - value) < 1e-6 for a, b in amounts)
     ureg = _registry()
     for n, unit in _quantities(ctx.text):
         try:
