@@ -59,6 +59,7 @@ def test_a_value_stated_in_another_form_is_grounded(value: Any, text: str, prop:
         ("2024-06-03", "since the 3rd of June 2025", {}, "since"),  # another year
         ("2026-12-04T18:00:00", "remind me tomorrow at 5pm", {}, "at"),  # another hour
         (1, "show the open issues", {}, "page"),  # a default nobody asked for
+        (1, "newest first, desc order", {}, "page"),  # an ordinal that is not about pages
         (1, "close the first issue", {}, "issue_number"),  # an ordinal is not an identifier
         (2, "the second comment", {}, "comment_id"),
         (30, "list my repositories", {}, "per_page"),

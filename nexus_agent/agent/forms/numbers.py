@@ -52,5 +52,7 @@ def stated(value: Any, prop: Mapping[str, Any], name: str, ctx: Context) -> bool
         return True
     # "the second page": an ordinal names a page number, and nothing else (it would ground "first" everywhere)
     if "page" in name.lower() and float(value).is_integer() and 1 <= value <= len(_ORDINALS):
-        return bool(re.search(rf"(?<!\w){_ORDINALS[int(value) - 1]}(?!\w)", ctx.text.casefold()))
+        # "the second page", "the 2nd results page"; not "newest first"
+        ordinal = rf"(?:{_ORDINALS[int(value) - 1]}|{int(value)}(?:st|nd|rd|th))"
+        return bool(re.search(rf"(?<!\w){ordinal}\s+(?:\w+\s+)?page", ctx.text.casefold()))
     return False
