@@ -22,6 +22,9 @@ def eval_args(
     embedder: str = typer.Option(defaults.EMBEDDER, "--embedder", help="minilm-tools, minilm, nomic or st"),
     limit: int | None = typer.Option(None, "--limit", help="first N items only"),
     split: str | None = typer.Option(None, "--split", help="only the items of this split (dialogues: tune, check)"),
+    own_profile: bool = typer.Option(
+        False, "--own-profile", help="only the items whose own `profile` is --profile (sets that span profiles)"
+    ),
     n_ctx: int = typer.Option(8192, "--n-ctx"),
     splice: SpliceOpt = SPLICE_DEFAULT,
     relevance: RelevanceOpt = RELEVANCE_DEFAULT,
@@ -44,6 +47,11 @@ def eval_args(
         items = [it for it in items if it.get("split") == split]
         if not items:
             _err.print(f"[red]error:[/red] {eval_file}: no item has split {split!r}")
+            raise typer.Exit(2)
+    if own_profile:
+        items = [it for it in items if it.get("profile") == profile]
+        if not items:
+            _err.print(f"[red]error:[/red] {eval_file}: no item has profile {profile!r}")
             raise typer.Exit(2)
     if limit:
         items = items[:limit]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
 import pytest
 
-from nexus_agent.evaluation.args import check_arguments, expected_names, load_items, values_match
+from nexus_agent.evaluation.args import check_arguments, expected_names, load_items, today_of, values_match
 from nexus_agent.evaluation.files import read_jsonl, write_json
 from nexus_agent.evaluation.routing import load_eval
 from nexus_agent.registry import Registry, load_registry
@@ -36,6 +37,26 @@ def test_checker_matches_bfcl_rules(reg: Registry) -> None:
     assert values_match({"a": "x"}, {"a": "X", "b": 2})
     assert not values_match([1, 2], [2])
     assert expected_names({"tool": "t", "server": "s", "alt_tools": ["u", "g/v"]}) == {"s__t", "s__u", "g__v"}
+
+
+def test_an_absent_optional_value_must_stay_out_and_now_sets_today(reg: Registry) -> None:
+    tool = reg.find("issue_read", "github")
+    item = {"tool": "issue_read", "server": "github", "arguments": {"issue_number": 3}, "arg_absent": ["page"]}
+    args = {"owner": "a", "repo": "b", "issue_number": 3, "method": "get_comments"}
+    assert check_arguments(tool, args, item) == []
+    assert check_arguments(tool, {**args, "page": 1}, item) == ["page=1 not asked for"]
+    assert today_of({"now": "2026-12-03"}) == dt.date(2026, 12, 3) and today_of({}) is None
+
+
+def test_the_argument_values_set_is_split_and_valid(reg: Registry, shared_dir: Path) -> None:
+    items = load_items(shared_dir / "eval" / "arg_values.jsonl")
+    assert len(items) >= 150 and {it["split"] for it in items} == {"tune", "check"}
+    assert len({it["id"] for it in items}) == len(items)
+    for it in items:
+        tool = reg.find(it["tool"], it["server"])
+        props = tool.input_schema.get("properties") or {}
+        assert set(it["arguments"]) | set(it.get("arg_absent") or []) <= set(props), it["id"]
+        assert not set(it["arguments"]) & set(it.get("arg_absent") or []), it["id"]
 
 
 def test_read_jsonl_numbers_lines_from_one_counting_blank_ones(tmp_path: Path) -> None:
