@@ -4,11 +4,11 @@ conversations on one engine are bit-identical to the same conversations run alon
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from threads import run_threads
 
 from nexus_agent.engine import MAIN, SIDECAR, Engine, EngineConfig, KVCacheFull
 from nexus_agent.engine.arena import ArenaFull
@@ -151,26 +151,17 @@ def test_four_conversations_on_four_threads_are_bit_identical_to_the_same_turns_
     head = shared.model.tokenize(HEAD)
     together: dict[tuple[int, int], tuple[list[int], bytes]] = {}
     order: list[tuple[int, int]] = []
-    errors: list[BaseException] = []
 
     def worker(user: int) -> None:
-        try:
-            lane, history = shared.open_lane(), head
-            for t in range(turns):
-                with shared.turn():
-                    history, toks, logits = _turn(shared, lane, user, t, history)
-                    order.append((user, t))
-                together[(user, t)] = (toks, logits)
-        except BaseException as e:  # surfaced below
-            errors.append(e)
+        lane, history = shared.open_lane(), head
+        for t in range(turns):
+            with shared.turn():
+                history, toks, logits = _turn(shared, lane, user, t, history)
+                order.append((user, t))
+            together[(user, t)] = (toks, logits)
 
     try:
-        threads = [threading.Thread(target=worker, args=(u,)) for u in range(users)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-        assert not errors
+        assert run_threads(worker, users) == []
         assert shared.arena.stats.donor_copies >= users - 1  # each later conversation borrowed the head
     finally:
         shared.close()

@@ -3,9 +3,8 @@ bit-identical under concurrency. The radix arena's own behaviour (donors, evicti
 
 from __future__ import annotations
 
-import threading
-
 import pytest
+from threads import run_threads
 
 from nexus_agent.engine import MAIN, SIDECAR, Engine, EngineConfig
 
@@ -44,21 +43,12 @@ def test_four_threads_are_bit_identical_to_serial(engine: Engine) -> None:
     users, turns = 4, 3
     serial = {(u, t): _turn(engine, u, t) for u in range(users) for t in range(turns)}
     concurrent: dict[tuple[int, int], tuple[list[int], bytes]] = {}
-    errors: list[BaseException] = []
 
     def worker(u: int) -> None:
-        try:
-            for t in range(turns):
-                concurrent[(u, t)] = _turn(engine, u, t)
-        except BaseException as e:  # surfaced below
-            errors.append(e)
+        for t in range(turns):
+            concurrent[(u, t)] = _turn(engine, u, t)
 
-    threads = [threading.Thread(target=worker, args=(u,)) for u in range(users)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert not errors
+    assert run_threads(worker, users) == []
     assert concurrent.keys() == serial.keys()
     for key, (toks, logits) in serial.items():
         assert concurrent[key][0] == toks, key
