@@ -163,12 +163,46 @@ def arg_view(tool: Tool, context: str) -> Tool:
     ranked = [(r, k) for k in optional if (r := _prop_rank(props[k], k in named)) is not None]
     order = required + [k for _, k in sorted(ranked, key=lambda rk: -rk[0])]
     # A description helps bind a value the conversation supplies; for an optional parameter the conversation never
-    # names it only costs prompt tokens (docs/measurements.md#argument-signature).
-    schema["properties"] = {
-        k: props[k] if k in required or k in named else {kk: vv for kk, vv in props[k].items() if kk != "description"}
-        for k in order
-    }
+    # names it only costs prompt tokens (docs/measurements.md#argument-signature). One that says how to write the
+    # value (a unit, a format) stays, cut to that clause: "20 dollars" is 2000 for "amount in cents".
+    view: dict[str, Any] = {}
+    for k in order:
+        prop = dict(props[k])
+        hint = value_hint(str(prop.get("description", "")))
+        if hint is not None:
+            prop["description"] = hint
+        elif k not in required and k not in named:
+            prop.pop("description", None)
+        view[k] = prop
+    schema["properties"] = view
     return replace(tool, input_schema=schema)
+
+
+# A description clause that says how a value is written: its unit or its format.
+_HOW_TO_WRITE = re.compile(
+    r"\b(?:in (?:cents|seconds|minutes|milliseconds|hours|days|meters|metres|kilometers|bytes)|cents|"
+    r"smallest currency unit|milliseconds|seconds|minutes|meters|metres|iso ?8601|yyyy|hh:mm|unix|iana|"
+    r"timestamp|e\.g\.|for example|format)\b",
+    re.I,
+)
+
+
+def value_hint(desc: str, width: int = 48) -> str | None:
+    """The clause of ``desc`` that says how a value is written (its unit or format), at most ``width`` characters
+    (the signature's description budget), or None when it says neither."""
+    m = _HOW_TO_WRITE.search(desc)
+    if m is None:
+        return None
+    if len(desc) <= width:
+        return desc
+    dot = max(desc.rfind(". ", 0, m.start()), desc.rfind("; ", 0, m.start()))
+    start = dot + 2 if dot >= 0 else 0  # the clause's start, when the cue fits the width from there
+    if m.end() - start > width:
+        start = desc.find(" ", m.start() - width // 2) + 1  # else centred on the cue, from a word start
+    cut = desc[start : start + width]
+    if start + width < len(desc) and " " in cut[m.end() - start :]:
+        cut = cut[: cut.rfind(" ")]  # end on a whole word
+    return cut.strip()
 
 
 @lru_cache(maxsize=1024)
