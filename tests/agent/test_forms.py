@@ -110,3 +110,23 @@ def test_a_made_up_identifier_is_still_caught_when_the_request_uses_ordinals() -
 
 def test_every_form_is_registered_once() -> None:
     assert set(forms.FORMS) == {"date", "number", "unit", "enum", "flag"}
+
+
+def test_a_description_that_says_how_to_write_the_value_stays_in_the_signature() -> None:
+    from nexus_agent.agent.args import arg_view, value_hint
+
+    assert value_hint("The amount to refund in cents. Defaults to the full amount.") == (
+        "The amount to refund in cents. Defaults to the"
+    )
+    assert value_hint("Repository owner") is None
+    tool = _tool(
+        {
+            "payment_intent": {"type": "string", "description": "The ID of the PaymentIntent to refund."},
+            "amount": {"type": "integer", "description": "The amount to refund in cents."},
+            "reason": {"type": "string", "description": "Why the refund is made."},
+        },
+        ["payment_intent"],
+    )
+    props = arg_view(tool, "refund twenty bucks on pi_123").input_schema["properties"]
+    assert props["amount"]["description"] == "The amount to refund in cents."  # not named, but it says the unit
+    assert "description" not in props["reason"]  # not named, says nothing about how to write it
