@@ -225,29 +225,29 @@ def _grounded(
     """Whether a value is supported by the conversation rather than invented: spelled as it is, or stated in
     another form (a date, a number in words, another unit, a paraphrased enum value: ``agent/forms/``), relative
     dates read from ``today``."""
-    if isinstance(value, bool):
-        return (
-            value is False
-            or _mentioned(words(name), text_words)
-            or forms.stated(value, prop, name, forms.Context(text, today or dt.date.today()))
-        )
-    if isinstance(value, int | float):
-        literal = bool(re.search(rf"(?<![\w.]){re.escape(str(value))}(?![\w])", text)) or (
-            float(value).is_integer() and bool(re.search(rf"(?<![\w.]){int(value)}(?![\w])", text))
-        )
-        return literal or forms.stated(value, prop, name, forms.Context(text, today or dt.date.today()))
-    if isinstance(value, str):
-        vw = words(value)
-        if value and value.lower() in text.lower():
-            return True
-        if vw and sum(1 for w in vw if _mentioned({w}, text_words)) / len(vw) >= 0.5:
-            return True
-        return forms.stated(value, prop, name, forms.Context(text, today or dt.date.today()))
     if isinstance(value, list):
         items = prop.get("items") or {}
         return bool(value) and all(_grounded(v, items, name, text, text_words, today) for v in value)
     if isinstance(value, dict):
         return bool(value) and any(_grounded(v, {}, k, text, text_words, today) for k, v in value.items())
+    return _spelled(value, name, text, text_words) or forms.stated(
+        value, prop, name, forms.Context(text, today or dt.date.today())
+    )
+
+
+def _spelled(value: Any, name: str, text: str, text_words: set[str]) -> bool:
+    """Whether the conversation spells the scalar ``value`` as it is (a flag: names it; ``false`` always holds)."""
+    if isinstance(value, bool):
+        return value is False or _mentioned(words(name), text_words)
+    if isinstance(value, int | float):
+        return bool(re.search(rf"(?<![\w.]){re.escape(str(value))}(?![\w])", text)) or (
+            float(value).is_integer() and bool(re.search(rf"(?<![\w.]){int(value)}(?![\w])", text))
+        )
+    if isinstance(value, str):
+        vw = words(value)
+        if value and value.lower() in text.lower():
+            return True
+        return bool(vw) and sum(1 for w in vw if _mentioned({w}, text_words)) / len(vw) >= 0.5
     return False
 
 

@@ -16,9 +16,8 @@ from functools import lru_cache
 from typing import Any
 
 from babel.dates import get_month_names
-from text_to_num import alpha2digit
 
-from nexus_agent.agent.forms.base import Context
+from nexus_agent.agent.forms.base import Context, in_digits, says
 
 _ISO = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?(?:[T ](\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?$")
 _TIME = re.compile(r"^(\d{1,2}):(\d{2})(?::\d{2})?$")
@@ -40,13 +39,7 @@ def _month_names() -> dict[int, tuple[str, ...]]:
 
 
 def _has_month(text: str, month: int) -> bool:
-    for name in _month_names()[month]:
-        if name.isascii() or any(c.isalpha() and ord(c) < 0x3000 for c in name):
-            if re.search(rf"(?<!\w){re.escape(name)}", text):  # a prefix: "juni", "junio", "june" …
-                return True
-        elif name in text:  # CJK: no word boundaries
-            return True
-    return False
+    return any(says(text, name) for name in _month_names()[month])  # a prefix: "juni", "junio", "june" …
 
 
 def _has_day(text: str, day: int) -> bool:
@@ -103,7 +96,7 @@ def _parsed(text: str, today: dt.date) -> tuple[dt.datetime, ...]:
 def stated(value: Any, prop: Mapping[str, Any], name: str, ctx: Context) -> bool:
     if not isinstance(value, str):
         return False
-    text = _clock_words(alpha2digit(ctx.text, "en", threshold=0).casefold())  # "the third of June" → "the 3rd of june"
+    text = _clock_words(in_digits(ctx.text).casefold())  # "the third of June" → "the 3rd of june"
     v = value.strip()
     if t := _TIME.match(v):
         h, mi = int(t.group(1)), int(t.group(2))

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from nexus_agent.agent.forms.base import Context
+from nexus_agent.agent.forms.base import Context, says
 
 # canonical value (lower case, words joined by "_") -> phrases that state it; a phrase matches at a word start, so
 # "ferm" covers fermé, fermée, fermées
@@ -223,8 +223,4 @@ def stated(value: Any, prop: Mapping[str, Any], name: str, ctx: Context) -> bool
         head = _key(value).split("_")[0]
         phrases = SYNONYMS.get(head, ()) if head != _key(value) else ()
     low = ctx.text.casefold()
-    for p in phrases:
-        pat = rf"(?<!\w){re.escape(p)}" if p.isascii() or (p[0].isalpha() and ord(p[0]) < 0x3000) else re.escape(p)
-        if re.search(pat, low):
-            return True
-    return False
+    return any(says(low, p) for p in phrases)

@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from nexus_agent.agent.forms.base import Context
+from nexus_agent.agent.forms.base import Context, says
 
 # a flag's name (lower case, without "_" or "-") -> phrases that turn it on
 SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -28,4 +28,4 @@ def stated(value: Any, prop: Mapping[str, Any], name: str, ctx: Context) -> bool
     if value is not True:
         return False
     low = ctx.text.casefold()
-    return any(re.search(rf"(?<!\w){re.escape(p)}", low) for p in SYNONYMS.get(re.sub(r"[_\-]", "", name.lower()), ()))
+    return any(says(low, p) for p in SYNONYMS.get(re.sub(r"[_\-]", "", name.lower()), ()))

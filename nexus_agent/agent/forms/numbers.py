@@ -8,12 +8,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from text_to_num import alpha2digit
+from nexus_agent.agent.forms.base import LANGS, Context, in_digits
 
-from nexus_agent.agent.forms.base import Context
-
-# text2num's languages: words in any of them become digits
-_LANGS = ("en", "fr", "es", "de", "it", "pt", "nl")
 # \d is Unicode-aware: Arabic-Indic and other decimal digits match, and float() reads them
 # an ordinal ("1st", "the first") is not a count: "close the first issue" gives no issue number 1
 # (a CJK counter may follow: "30件", "5個")
@@ -29,11 +25,7 @@ def numbers_in(text: str) -> frozenset[float]:
     low = text.casefold()
     # English ordinals are masked before the other languages read the text: Italian reads "second" as 2
     masked = re.sub(rf"(?<!\w)(?:{'|'.join(_ORDINALS)})(?!\w)", "§", text, flags=re.I)
-    variants = {
-        text,
-        alpha2digit(text, "en", threshold=0),
-        *(alpha2digit(masked, lang, threshold=0) for lang in _LANGS),
-    }
+    variants = {text, in_digits(text, "en"), *(in_digits(masked, lang) for lang in LANGS)}
     for variant in variants:
         for m in _NUMBER.finditer(variant):
             try:

@@ -8,9 +8,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from text_to_num import alpha2digit
-
-from nexus_agent.agent.forms.base import Context
+from nexus_agent.agent.forms.base import LANGS, Context, in_digits
 
 _UNIT_WORD = re.compile(
     r"\b(milliseconds?|ms|seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|meters?|metres?|"
@@ -41,8 +39,8 @@ def _registry() -> Any:
 @lru_cache(maxsize=256)
 def _quantities(text: str) -> tuple[tuple[float, str], ...]:
     out = []
-    for lang in ("en", "fr", "es", "de", "it", "pt", "nl"):
-        for m in _QUANTITY.finditer(alpha2digit(text, lang, threshold=0)):
+    for lang in LANGS:
+        for m in _QUANTITY.finditer(in_digits(text, lang)):
             out.append((float(m.group(1).replace(",", ".")), m.group(2)))
     low = text.casefold()
     out += [q for k, q in _IDIOMS.items() if re.search(rf"(?<!\w){k}(?!\w)", low)]
@@ -57,7 +55,7 @@ def stated(value: Any, prop: Mapping[str, Any], name: str, ctx: Context) -> bool
         return False
     target = m.group(1).lower()
     if target.startswith("cent") or target == "smallest currency unit":
-        amounts = _MONEY.findall(alpha2digit(ctx.text, "en", threshold=0))  # "twenty bucks" → "20 bucks"
+        amounts = _MONEY.findall(in_digits(ctx.text))  # "twenty bucks" → "20 bucks"
         return any(abs(float((a or b).replace(",", ".")) * 100 - value) < 1e-6 for a, b in amounts)
     ureg = _registry()
     for n, unit in _quantities(ctx.text):
