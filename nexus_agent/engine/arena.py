@@ -38,6 +38,10 @@ class Lane:
     tokens: list[int] = field(default_factory=list)
     exact: int = 0
 
+    def forget(self) -> None:
+        """Its slot's KV is gone (evicted, cleared, or the slot handed on)."""
+        self.tokens, self.exact = [], 0
+
 
 @dataclass
 class ArenaStats:
@@ -76,11 +80,12 @@ class SlotArena:
                 raise ArenaFull(f"all {self.n_slots} arena slots are in use by this turn")
             prev = self._owner[slot]
             if prev is not None and prev in self._lanes:
-                old = self._lanes[prev]
-                old.slot, old.tokens, old.exact = None, [], 0
+                self._lanes[prev].forget()
+                self._lanes[prev].slot = None
             self._on_evict(slot)  # whatever KV the slot still holds (an approximate tail) is not this lane's
             self._owner[slot] = lane_id
-            lane.slot, lane.tokens, lane.exact = slot, [], 0
+            lane.forget()
+            lane.slot = slot
         if lane.slot not in self._held:
             self.tree.lock(lane.slot)
             self._held.add(lane.slot)
@@ -122,8 +127,7 @@ class SlotArena:
         self._on_evict(slot)
         owner = self._owner[slot]
         if owner is not None and owner in self._lanes:
-            lane = self._lanes[owner]
-            lane.tokens, lane.exact = [], 0  # it keeps the (now empty) slot until another lane acquires it
+            self._lanes[owner].forget()  # it keeps the (now empty) slot until another lane acquires it
         self.stats.evictions += 1
         return slot
 
@@ -150,7 +154,4 @@ class SlotArena:
             self.tree.erase(slot)
             self._on_evict(slot)
         for lane in self._lanes.values():
-            lane.tokens, lane.exact = [], 0
-
-    def lanes(self) -> dict[int, Lane]:
-        return dict(self._lanes)
+            lane.forget()

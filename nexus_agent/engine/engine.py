@@ -248,11 +248,12 @@ class Engine:
                 n = shared
             self.arena.note_lookup(n, n > own)
             exact = lane.exact if approx else n
-            self.arena.set_record(seq, tokens[:n], exact)
             try:
                 self.decode(tokens[n:], n, seq, n_logits=n_logits)
             except BaseException:
-                self.ctx.seq_rm(slot, n, -1)  # the lane holds what its record says
+                # the lane holds the reused prefix only; its record (and the tree, for other lanes) says so
+                self.ctx.seq_rm(slot, n, -1)
+                self.arena.set_record(seq, tokens[:n], exact)
                 raise
             self.arena.set_record(seq, list(tokens), exact if approx else len(tokens))
             return n
