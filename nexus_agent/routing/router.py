@@ -370,27 +370,9 @@ class Router:
         relevant, small_talk, ex_sim = self._relevance(qvec, pool, allowed)
         judged = self._judge(query, allowed) if relevant and following is None else None
         odds, judge_ms = (judged.log_odds, judged.ms) if judged is not None else (None, None)
-        if odds is not None and odds < self.cfg.judge_threshold:
-            # the judge says general knowledge answers it: no tool, and no decision to wait for
-            ms = (time.perf_counter() - t0) * 1e3
-            return RouteResult(
-                pool,
-                "no-tool",
-                None,
-                margin,
-                ms,
-                escalated=escalate,
-                exemplar_similarity=ex_sim,
-                judge_log_odds=odds,
-                judge_ms=judge_ms,
-            )
-        # Below the floor nothing fits, and the LLM reranker, asked to choose among candidates, tends to choose
-        # one anyway (docs/measurements.md#relevance). With history the request may lean on earlier turns ("open
-        # a PR there") that the reranker sees and the embedding does not, so it decides; but not when the request
-        # is small talk (nearer an exemplar): after a tool turn, a bare "good evening!" went to the reranker.
-        if not escalate or self.reranker is None or small_talk or (not relevant and not history):
-            decision: Decision = ("escalated" if escalate else "auto") if relevant else "no-tool"
-            tool = cands[0].key if relevant else None
+
+        def without_decision(decision: Decision, tool: str | None) -> RouteResult:
+            """The result when no LLM decision is asked: retrieval's, or the relevance tests'."""
             ms = (time.perf_counter() - t0) * 1e3
             return RouteResult(
                 pool,
@@ -403,6 +385,17 @@ class Router:
                 judge_log_odds=odds,
                 judge_ms=judge_ms,
             )
+
+        if odds is not None and odds < self.cfg.judge_threshold:
+            # the judge says general knowledge answers it: no tool, and no decision to wait for
+            return without_decision("no-tool", None)
+        # Below the floor nothing fits, and the LLM reranker, asked to choose among candidates, tends to choose
+        # one anyway (docs/measurements.md#relevance). With history the request may lean on earlier turns ("open
+        # a PR there") that the reranker sees and the embedding does not, so it decides; but not when the request
+        # is small talk (nearer an exemplar): after a tool turn, a bare "good evening!" went to the reranker.
+        if not escalate or self.reranker is None or small_talk or (not relevant and not history):
+            decision: Decision = ("escalated" if escalate else "auto") if relevant else "no-tool"
+            return without_decision(decision, cands[0].key if relevant else None)
         hint = following if self.cfg.followup_hint else None
         t_decide = time.perf_counter()
         res = self.reranker.rerank(query, [self.tools[c.key] for c in pool], history, previous=hint)
