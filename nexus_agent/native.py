@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nexus_agent import _native
-from nexus_agent._native import Block, BuddyAllocator, RadixTree, available_isas, isa, set_isa
+from nexus_agent._native import Block, BuddyAllocator, Observer, QRing, RadixTree, available_isas, isa, set_isa
 
 __all__ = [
     "ROPE_NEOX",
@@ -25,6 +25,8 @@ __all__ = [
     "Block",
     "BuddyAllocator",
     "Int8RowStore",
+    "Observer",
+    "QRing",
     "RadixTree",
     "RopeParams",
     "TopK",

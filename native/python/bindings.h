@@ -10,5 +10,6 @@ void bind_alloc(pybind11::module_& m);  // bind_alloc.cpp: BuddyAllocator and Bl
 void bind_splice(pybind11::module_& m);  // bind_splice.cpp: RoPE re-anchoring of F16 K rows, transposed-V copies
 
 void bind_radix(pybind11::module_& m);   // bind_radix.cpp: the exact-token radix tree of sequence slots
+void bind_observe(pybind11::module_& m);  // bind_observe.cpp: llama.cpp eval callback capturing Q for KV eviction
 
 }  // namespace nexus::python

@@ -3,9 +3,10 @@
 #include "bindings.h"
 
 PYBIND11_MODULE(_native, m) {
-    m.doc() = "Nexus Agent native core: INT8 SLB scan kernels with runtime ISA dispatch, top-k, buddy allocator, KV splice kernels, radix tree of sequence slots.";
+    m.doc() = "Nexus Agent native core: INT8 SLB scan kernels with runtime ISA dispatch, top-k, buddy allocator, KV splice kernels, radix tree of sequence slots, attention observer for KV eviction.";
     nexus::python::bind_scan(m);
     nexus::python::bind_alloc(m);
     nexus::python::bind_splice(m);
     nexus::python::bind_radix(m);
+    nexus::python::bind_observe(m);
 }

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from nexus_agent.kv.budget import LaneKV
 from nexus_agent.native import RadixTree
 
 
@@ -31,16 +32,20 @@ class ArenaFull(RuntimeError):
 class Lane:
     """One lane's record. ``slot``: its llama.cpp sequence id, None before it has one (or after losing it).
     ``tokens``: what the slot's KV holds, in position order. ``exact``: leading tokens whose KV is what a text
-    prefill computes (past it the KV came from a splice); only those are in the radix tree."""
+    prefill computes (past it the KV came from a splice or an eviction step); only those are in the radix tree.
+    ``kv``: the lane's KV budget state, None for a lane without a budget (nexus_agent/kv/budget.py)."""
 
     id: int
     slot: int | None = None
     tokens: list[int] = field(default_factory=list)
     exact: int = 0
+    kv: LaneKV | None = None
 
     def forget(self) -> None:
         """Its slot's KV is gone (evicted, cleared, or the slot handed on)."""
         self.tokens, self.exact = [], 0
+        if self.kv is not None:
+            self.kv.reset()
 
 
 @dataclass
@@ -102,6 +107,16 @@ class SlotArena:
         lane.tokens, lane.exact = tokens, max(0, min(exact, len(tokens)))
         if lane.slot is not None:
             self.tree.insert(lane.slot, np.asarray(tokens[: lane.exact], dtype=np.int32))
+
+    def shared_prefix(self, lane_id: int, tokens: Sequence[int]) -> int:
+        """How many leading ``tokens`` (what lane ``lane_id`` holds or is about to) another slot holds as exact KV:
+        cells the two may share through ``seq_cp``, which eviction leaves alone."""
+        lane = self.lane(lane_id)
+        toks = np.asarray(tokens, dtype=np.int32)
+        return max(
+            (self.tree.lcp(slot, toks) for slot in range(self.n_slots) if slot != lane.slot and self.tree.size(slot)),
+            default=0,
+        )
 
     def note_lookup(self, reused: int, donor: bool) -> None:
         self.stats.lookups += 1

@@ -26,6 +26,12 @@ tokens re-decoded inside a spliced region.
 
 Serialising a whole turn under one lock, rather than each decode call, keeps outputs bit-identical under
 concurrency (paper 003 §6.3).
+
+KV budgets (issue 26, ``nexus_agent/kv``): with ``kv_budget`` set, the conversation lanes (``MAIN`` and every
+:meth:`Engine.open_lane`) hold at most that many cells. Decoding into such a lane goes through the
+:class:`~nexus_agent.kv.evictor.Evictor`, which evicts 32-token blocks chosen by the ``evict`` policy and compacts
+positions; the lane's token index ``i`` then sits at KV position ``lane.kv.pos[i]`` rather than ``i``, and every
+edit here maps one to the other. Only the KV before the first evicted token stays in the radix tree.
 """
 
 from __future__ import annotations
@@ -42,6 +48,9 @@ import numpy.typing as npt
 
 from nexus_agent import defaults
 from nexus_agent.engine.arena import ArenaFull, Lane, SlotArena
+from nexus_agent.kv.budget import KVBudget, LaneKV
+from nexus_agent.kv.evictor import Evictor
+from nexus_agent.kv.observe import AttentionObserver, AttnShape
 from nexus_agent.llm import ContextConfig, LlamaContext, LlamaModel, Sampler
 from nexus_agent.llm.context import DecodeError
 from nexus_agent.models import resolve
@@ -62,7 +71,9 @@ class KVCacheFull(ArenaFull):
 @dataclass(frozen=True)
 class EngineConfig:
     """``model``: short name or GGUF path. ``n_ctx``: context size in tokens (all slots share its cells).
-    ``n_slots``: sequence slots of the radix arena (at most 64)."""
+    ``n_slots``: sequence slots of the radix arena (at most 64). ``kv_budget``: cells each conversation lane may
+    hold (None: no budget), evicting with policy ``evict``. ``observe``: install the attention observer even
+    without a budget (benchmarks that budget lanes of their own choosing)."""
 
     model: str = defaults.CHAT_MODEL
     n_ctx: int = 8192
@@ -70,6 +81,9 @@ class EngineConfig:
     n_threads: int = 2
     flash_attn: bool = False
     n_slots: int = 32
+    kv_budget: int | None = None
+    evict: str = "nexus"
+    observe: bool = False
 
 
 @dataclass
@@ -108,6 +122,11 @@ class Engine:
         self.splice_seq = cfg.n_slots
         self.temp_seqs = tuple(range(cfg.n_slots + 1, cfg.n_slots + 1 + N_TEMP_SEQS))
         self.model = LlamaModel(resolve(cfg.model))
+        self.budget = KVBudget(cfg.kv_budget, cfg.evict) if cfg.kv_budget is not None else None
+        if (self.budget is not None or cfg.observe) and cfg.flash_attn:
+            raise ValueError("KV budgets observe attention with flash attention off (flash_attn=False)")
+        # The observer is the context's eval callback, so it must exist before the context and outlive it.
+        self.observer = AttentionObserver(AttnShape.of(self.model)) if self.budget or cfg.observe else None
         self.ctx = LlamaContext(
             self.model,
             ContextConfig(
@@ -118,8 +137,11 @@ class Engine:
                 kv_unified=True,
                 flash_attn=cfg.flash_attn,
                 n_threads=cfg.n_threads,
+                eval_callback=self.observer.callback if self.observer else None,
             ),
         )
+        self.evictor = Evictor(self.ctx, self.model, self.observer, self.temp_seqs) if self.observer else None
+        self._budgets: dict[int, KVBudget | None] = {}
         self._lock = threading.RLock()
         self._depth = 0  # nesting of the lock in this engine's own methods (the lock is re-entrant)
         self.arena = SlotArena(cfg.n_slots, cfg.n_ctx, on_evict=lambda slot: self.ctx.seq_rm(slot))
@@ -149,6 +171,62 @@ class Engine:
                 self._depth -= 1
                 if self._depth == 0:
                     self.arena.release_held()
+
+    # -- KV budgets
+    def set_budget(self, seq: int, budget: KVBudget | None) -> None:
+        """Give lane ``seq`` a KV budget of its own (None: none), replacing the engine default. The lane's KV is
+        dropped: a budget applies from the lane's first token."""
+        if budget is not None and self.evictor is None:
+            raise ValueError("this engine has no attention observer: create it with kv_budget or observe=True")
+        with self.turn():
+            self._budgets[seq] = budget
+            lane = self.arena.lane(seq)
+            if lane.slot is not None:
+                self.ctx.seq_rm(lane.slot)
+            lane.kv = None
+            lane.forget()
+            self.arena.set_record(seq, [], 0)
+
+    def _kv(self, seq: int, lane: Lane) -> LaneKV | None:
+        """Lane ``seq``'s budget state (made on first use), None for a lane without a budget."""
+        if lane.kv is None:
+            default = self.budget if seq == MAIN or seq >= _FIRST_OPEN_LANE else None
+            budget = self._budgets.get(seq, default)
+            if budget is None:
+                return None
+            assert self.observer is not None
+            lane.kv = LaneKV(budget, self.observer.shape)
+            if lane.tokens:
+                lane.kv.adopt(lane.tokens)
+        return lane.kv
+
+    def _trim(self, seq: int, slot: int, n: int) -> None:
+        """Drop lane ``seq``'s KV from its token ``n`` on (positions mapped for a budgeted lane)."""
+        kv = self.arena.lane(seq).kv
+        if kv is None:
+            self.ctx.seq_rm(slot, n, -1)
+            return
+        if n < len(kv.pos):
+            self.ctx.seq_rm(slot, kv.pos_from(n), -1)
+            kv.truncate(n)
+
+    def _record(self, seq: int, tokens: list[int], exact: int) -> None:
+        """The lane's record; a budgeted lane's exact prefix ends at its first evicted token."""
+        kv = self.arena.lane(seq).kv
+        if kv is not None and kv.evicted_from is not None:
+            exact = min(exact, kv.evicted_from)
+        self.arena.set_record(seq, tokens, exact)
+
+    def _protected(self, lane: Lane, kv: LaneKV) -> list[tuple[int, int]]:
+        """KV position ranges an eviction step must keep: the prefix of the lane's tokens that other slots hold
+        (donor cells), and a spliced tail (KV past the exact prefix that no eviction made)."""
+        out: list[tuple[int, int]] = []
+        shared = self.arena.shared_prefix(lane.id, kv.tokens)
+        if shared:
+            out.append((0, kv.pos_from(shared)))
+        if lane.exact < len(lane.tokens) and (kv.evicted_from is None or lane.exact < kv.evicted_from):
+            out.append((kv.pos_from(lane.exact), kv.pos_from(len(lane.tokens))))
+        return out
 
     # -- lanes
     def open_lane(self) -> int:
@@ -186,13 +264,13 @@ class Engine:
         with self.turn():
             lane = self.arena.lane(seq)
             if lane.slot is not None:
-                self.ctx.seq_rm(lane.slot, n, -1)
-            self.arena.set_record(seq, lane.tokens[:n], min(lane.exact, n))
+                self._trim(seq, lane.slot, n)
+            self._record(seq, lane.tokens[:n], min(lane.exact, n))
 
     def set_record(self, seq: int, tokens: list[int], exact: int) -> None:
         """After a splice: lane ``seq`` holds ``tokens``, with exact KV for the first ``exact`` of them."""
         with self.turn():
-            self.arena.set_record(seq, list(tokens), min(exact, len(tokens)))
+            self._record(seq, list(tokens), min(exact, len(tokens)))
 
     def fingerprint(self) -> ModelFingerprint:
         """The running model's .atb fingerprint (computed once: it hashes the whole vocabulary)."""
@@ -203,23 +281,42 @@ class Engine:
         return self._fingerprint
 
     def decode(self, tokens: list[int], pos0: int, seq: int, n_logits: int = 1) -> npt.NDArray[np.float32] | None:
-        """Decode ``tokens`` at ``pos0 ..`` into lane ``seq``'s slot; when the cache is full, evict the least recently
-        used unlocked slot and retry. The lane's record is the caller's to update. Raises :class:`KVCacheFull` when
-        nothing is left to evict."""
+        """Decode ``tokens`` as lane ``seq``'s tokens ``pos0 ..``; when the cache is full, evict the least recently
+        used unlocked slot and retry. A budgeted lane evicts blocks of its own first. The lane's record is the
+        caller's to update. Raises :class:`KVCacheFull` when nothing is left to evict."""
         with self.turn():
             slot = self.arena.slot_for(seq)
-            while True:
-                try:
-                    return self.ctx.decode(tokens, pos0, seq=slot, n_logits=n_logits)
-                except DecodeError as e:
-                    if e.rc != 1:  # 1: no KV cells for the batch; anything else is not ours to retry
-                        raise
-                    self.ctx.seq_rm(slot, pos0, -1)  # earlier batches of this call may have landed
-                    if self.arena.evict() < 0:
-                        raise KVCacheFull(
-                            f"the {self.ctx.n_ctx}-token context is full and every slot is in use by this turn "
-                            f"(decoding {len(tokens)} tokens at position {pos0})"
-                        ) from e
+            lane = self.arena.lane(seq)
+            kv = self._kv(seq, lane)
+            if kv is None:
+                return self._decode_slot(tokens, pos0, slot, n_logits)
+            assert self.evictor is not None
+            if pos0 > len(kv.pos) and kv.evicted_from is None and len(lane.tokens) >= pos0:
+                kv.adopt(lane.tokens[:pos0])  # placed without decode (a splice): at their text positions
+            return self.evictor.decode(
+                kv,
+                slot,
+                seq,
+                tokens,
+                pos0,
+                n_logits,
+                lambda toks, p, nl: self._decode_slot(toks, p, slot, nl),
+                protected=lambda: self._protected(lane, kv),
+            )
+
+    def _decode_slot(self, tokens: list[int], pos0: int, slot: int, n_logits: int) -> npt.NDArray[np.float32] | None:
+        while True:
+            try:
+                return self.ctx.decode(tokens, pos0, seq=slot, n_logits=n_logits)
+            except DecodeError as e:
+                if e.rc != 1:  # 1: no KV cells for the batch; anything else is not ours to retry
+                    raise
+                self.ctx.seq_rm(slot, pos0, -1)  # earlier batches of this call may have landed
+                if self.arena.evict() < 0:
+                    raise KVCacheFull(
+                        f"the {self.ctx.n_ctx}-token context is full and every slot is in use by this turn "
+                        f"(decoding {len(tokens)} tokens at position {pos0})"
+                    ) from e
 
     def prefill(self, tokens: list[int], seq: int = MAIN, n_logits: int = 1, reuse_approx: bool = False) -> int:
         """Make lane ``seq`` hold exactly ``tokens``, decoding only what no slot of the arena holds already.
@@ -232,30 +329,34 @@ class Engine:
         with self.turn():
             lane = self.arena.lane(seq)
             slot = self.arena.slot_for(seq)
+            kv = self._kv(seq, lane)
             limit = len(tokens) - 1
             own = common_prefix_len(lane.tokens, tokens)
-            # continuing a spliced prompt: only this lane's own (approximate) KV fits it, no donor can extend it
-            approx = reuse_approx and own > lane.exact
+            # continuing a spliced prompt, or a budgeted lane's compacted trace: only this lane's own (approximate)
+            # KV fits it, no donor can extend it
+            approx = (reuse_approx or kv is not None) and own > lane.exact
             donor, shared = (-1, 0) if approx else self.arena.match(tokens)
             if not approx:
                 own = min(own, lane.exact)
             own = max(0, min(own, limit))
             shared = max(0, min(shared, limit))
-            self.ctx.seq_rm(slot, own, -1)
+            self._trim(seq, slot, own)
             n = own
-            if donor >= 0 and donor != slot and shared > own:
+            if donor >= 0 and donor != slot and shared > own and (kv is None or kv.next_pos == own):
                 self.ctx.seq_cp(donor, slot, own, shared)
                 n = shared
+                if kv is not None:
+                    kv.append(tokens[own:shared])
             self.arena.note_lookup(n, n > own)
             exact = lane.exact if approx else n
             try:
                 self.decode(tokens[n:], n, seq, n_logits=n_logits)
             except BaseException:
                 # the lane holds the reused prefix only; its record (and the tree, for other lanes) says so
-                self.ctx.seq_rm(slot, n, -1)
-                self.arena.set_record(seq, tokens[:n], exact)
+                self._trim(seq, slot, n)
+                self._record(seq, tokens[:n], exact)
                 raise
-            self.arena.set_record(seq, list(tokens), exact if approx else len(tokens))
+            self._record(seq, list(tokens), exact if approx else len(tokens))
             return n
 
     def generate(
@@ -274,7 +375,8 @@ class Engine:
         """
         with self.turn():
             t0 = time.perf_counter()
-            if len(prompt) + max_tokens > self.ctx.n_ctx:
+            budgeted = self._kv(seq, self.arena.lane(seq)) is not None  # compacts positions: no n_ctx bound
+            if not budgeted and len(prompt) + max_tokens > self.ctx.n_ctx:
                 max_tokens = max(0, self.ctx.n_ctx - len(prompt))
                 if max_tokens == 0:
                     raise ValueError(f"prompt of {len(prompt)} tokens fills the {self.ctx.n_ctx}-token context")
@@ -314,8 +416,8 @@ class Engine:
                 # The arena learns the generated tokens once, at the end: nothing matches against this lane meanwhile.
                 held = prompt + out[: pos - len(prompt)] if keep else prompt
                 slot = self.arena.slot_for(seq)
-                self.ctx.seq_rm(slot, len(held), -1)
-                self.arena.set_record(seq, held, len(held) if exact_prompt else lane.exact)
+                self._trim(seq, slot, len(held))
+                self._record(seq, held, len(held) if exact_prompt else lane.exact)
             return Generation(out, text, len(prompt), reused, ttft, (time.perf_counter() - t0) * 1000, stopped)
 
     def next_logits(self, prompt: list[int], seq: int = SCRATCH) -> npt.NDArray[np.float32]:

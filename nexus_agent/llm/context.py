@@ -45,6 +45,9 @@ class ContextConfig:
     embeddings: bool = False
     pooling: int = -1  # LLAMA_POOLING_TYPE_UNSPECIFIED: the model's own default
     seed: int = 0
+    # llama.cpp's eval callback (ggml_backend_sched_eval_callback) as (function address, user-data address), e.g.
+    # a native attention Observer (nexus_agent/kv/observe.py); None: no callback, graphs run in one piece
+    eval_callback: tuple[int, int] | None = None
 
 
 class LlamaContext:
@@ -65,6 +68,10 @@ class LlamaContext:
         cp.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_ENABLED if cfg.flash_attn else L.LLAMA_FLASH_ATTN_TYPE_DISABLED
         cp.embeddings = cfg.embeddings
         cp.pooling_type = cfg.pooling
+        if cfg.eval_callback is not None:
+            fn, user = cfg.eval_callback
+            cp.cb_eval = L.ggml_backend_sched_eval_callback(fn)
+            cp.cb_eval_user_data = ctypes.c_void_p(user)
         self._ctx = L.llama_init_from_model(model.handle, cp)
         if not self._ctx:
             raise RuntimeError(f"llama.cpp could not create a context (n_ctx={cfg.n_ctx}) for {model.path.name}")
@@ -141,12 +148,18 @@ class LlamaContext:
         return np.stack(outs) if outs else None
 
     def decode_batch(
-        self, tokens: Sequence[int], positions: Sequence[int], seqs: Sequence[int], logits_last: bool = True
+        self,
+        tokens: Sequence[int],
+        positions: Sequence[int],
+        seqs: Sequence[int],
+        logits_last: bool = True,
+        all_logits: bool = False,
     ) -> np.ndarray | None:
         """Decode tokens at explicit positions and sequences in batches of ``n_batch`` (llama.cpp requires each
         sequence's positions in a batch to continue its stored ones without gaps: callers order them).
 
-        Returns the float32 logits [n_vocab] of the last token when ``logits_last``.
+        Returns the float32 logits [n_vocab] of the last token when ``logits_last``; with ``all_logits`` (at most
+        ``n_batch`` tokens) those of every token, [n, n_vocab].
         """
         n = len(tokens)
         if not (n == len(positions) == len(seqs)):
@@ -157,6 +170,8 @@ class LlamaContext:
             self._check_seq(s)
         if min(positions) < 0 or max(positions) >= self.n_ctx:
             raise ValueError(f"positions {min(positions)}..{max(positions)} do not fit the context of {self.n_ctx}")
+        if all_logits and n > self.cfg.n_batch:
+            raise ValueError(f"all_logits needs one batch: {n} tokens > n_batch {self.cfg.n_batch}")
         b = self._batch
         out: np.ndarray | None = None
         for i in range(0, n, self.cfg.n_batch):
@@ -167,13 +182,15 @@ class LlamaContext:
                 b.pos[j] = positions[i + j]
                 b.n_seq_id[j] = 1
                 b.seq_id[j][0] = seqs[i + j]
-                b.logits[j] = 1 if (logits_last and i + j == n - 1) else 0
+                b.logits[j] = 1 if (all_logits or (logits_last and i + j == n - 1)) else 0
             rc = L.llama_decode(self.handle, b)
             if rc != 0:
                 raise DecodeError(
                     f"llama_decode returned {rc} for a batch of {nb} tokens at positions {positions[i]}…", rc
                 )
-            if logits_last and i + nb == n:
+            if all_logits:
+                out = np.stack([self.logits_ith(j) for j in range(nb)])
+            elif logits_last and i + nb == n:
                 out = self.logits_ith(nb - 1)
         return out
 

@@ -20,6 +20,7 @@ def test_native_sanitize() -> None:
     assert "test_scan: " in out and "serial" in out
     assert "test_buddy: OK" in out
     assert "test_radix: OK" in out
+    assert "test_qring: OK" in out
     assert "native-sanitize: OK" in out
 
 
@@ -28,3 +29,4 @@ def test_native_neon_under_qemu() -> None:
     assert "ISAs: neon, serial" in out  # the NEON kernel was built, registered and compared with serial
     assert "test_buddy: OK" in out
     assert "test_radix: OK" in out
+    assert "test_qring: OK" in out

@@ -1,0 +1,42 @@
+"""KV eviction policies, one file each, in one registry.
+
+A policy turns an :class:`~nexus_agent.kv.policies.base.Observation` (the observed queries' attention over the
+lane's cached cells, grouped in 32-token blocks) into one priority per block; :func:`nexus_agent.kv.select.
+select_blocks` keeps the forced blocks (the attention sink, the recent window, whatever the radix arena or a
+splice still references) and then the highest priorities.
+
+==========  =====================================================================================================
+name        priority
+==========  =====================================================================================================
+streaming   recency only: the sink plus the most recent blocks (StreamingLLM)
+h2o         attention accumulated over every observed query and eviction step, deterministic top-K (H2O)
+snapkv      the observation window's attention, pooled over neighbouring tokens, deterministic top-K (SnapKV)
+nexus       direct score + λ × walk bridge score + recency tie-break, n-averaged weighted-reservoir priority
+            (paper 000, Eqs. 1–6; defaults of §5.1)
+lore        reliability-weighted projected leave-one-out deletion cost over the window and M sampled
+            continuations (paper 002, Eqs. 1–7; defaults of Table 4)
+==========  =====================================================================================================
+"""
+
+from __future__ import annotations
+
+from nexus_agent.kv.policies.base import Observation, Policy
+from nexus_agent.kv.policies.h2o import H2O
+from nexus_agent.kv.policies.lore import Lore
+from nexus_agent.kv.policies.nexus import Nexus
+from nexus_agent.kv.policies.snapkv import SnapKV
+from nexus_agent.kv.policies.streaming import Streaming
+
+POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Streaming, H2O, SnapKV, Nexus, Lore)}
+EVICT_CHOICES = (*POLICIES, "none")
+
+
+def make_policy(name: str, seed: int = 0) -> Policy:
+    """A fresh policy by registry name (ValueError naming the choices for any other)."""
+    cls = POLICIES.get(name)
+    if cls is None:
+        raise ValueError(f"unknown eviction policy {name!r}; choose one of {', '.join(POLICIES)}")
+    return cls(seed=seed)
+
+
+__all__ = ["EVICT_CHOICES", "POLICIES", "Observation", "Policy", "make_policy"]
