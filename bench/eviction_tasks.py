@@ -6,9 +6,9 @@ RULER or LongBench):
 
 - ``needle``: passkey retrieval. One sentence "The secret passkey is N. Remember it: N." (N a random 5-digit
   number) sits at a random depth between 10% and 90% of a haystack of plain filler prose.
-- ``vt``: variable tracking, as in RULER's VT. A chain of assignments ``VAR A = N.``, ``VAR B = VAR A.``, ...
-  at increasing random depths of the same kind of haystack, with two distractor chains of the same shape and other
-  values; the question asks for the value of the chain's last variable.
+- ``vt``: variable tracking, as in RULER's VT but in words (the 0.5B model cannot follow ``VAR B = VAR A``): a
+  chain "the access code of room A is N", "the code of room B is the same as room A's", ... at increasing random
+  depths of the same kind of haystack; the question names only the chain's last room.
 - ``trace``: a coding agent's conversation with GitHub MCP tools (a tool call and its result per assistant
   message). At turn 1, 2 or 3 the user states a staging deploy key that no later turn repeats; the question asks
   for it. With only the last few turns kept, the fact is gone; it can be recalled only if that early turn's KV
@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
@@ -196,38 +195,41 @@ def needle(target_tokens: int, seed: int, count: CountTokens) -> Sample:
 # variable tracking
 # --------------------------------------------------------------------------------------------------------------
 
-_VT_DISTRACTORS = 2  # distractor chains besides the true one
+_ROOMS = (
+    "red", "blue", "green", "yellow", "orange", "purple", "silver", "golden", "white", "black", "amber", "violet",
+    "crimson", "ivory", "teal", "copper",
+)  # fmt: skip
 
 
-def _var_names(rng: random.Random, k: int) -> list[str]:
-    """``k`` distinct random 3-uppercase-letter names (never ``VAR``)."""
-    names: list[str] = []
-    while len(names) < k:
-        name = "".join(rng.choice(string.ascii_uppercase) for _ in range(3))
-        if name != "VAR" and name not in names:
-            names.append(name)
-    return names
+def variable_tracking(target_tokens: int, seed: int, count: CountTokens, hops: int = 2, distractors: int = 0) -> Sample:
+    """Variable tracking (RULER VT style), in words: a haystack of about ``target_tokens`` tokens (context,
+    statements included, measured with ``count``) holding the chain "The access code of the A room is N.", "The
+    access code of the B room is the same as the access code of the A room.", ... of ``hops`` + 1 statements at
+    increasing random depths between 10% and 90%, and ``distractors`` chains of the same shape with other rooms and
+    values. The question names only the chain's last room; the answer is the first statement's 5-digit value.
 
-
-def variable_tracking(target_tokens: int, seed: int, count: CountTokens, hops: int = 2) -> Sample:
-    """Variable tracking (RULER VT style): a haystack of about ``target_tokens`` tokens (context, assignments
-    included, measured with ``count``) holding the chain ``VAR A = N.``, ``VAR B = VAR A.``, ... of ``hops`` + 1
-    assignments at increasing random depths between 10% and 90%, and two distractor chains of the same length with
-    other names and values. The question asks for the value of the true chain's last variable; the answer is its
-    5-digit value."""
+    Why words and no distractor chains by default: Qwen2.5-Coder-0.5B-Instruct, dense, answered RULER's
+    ``VAR B = VAR A`` form right 0 times in 8 (1-2 hops, 0-2 distractor chains), and this form with one distractor
+    chain 1 time in 8 (bench/eviction.py's notes, docs/measurements.md#kv-eviction); the chain alone it answers. An
+    eviction policy must still keep the value statement, which the question's tokens do not name."""
     if hops < 0:
         raise ValueError(f"hops must be >= 0, got {hops}")
     rng = random.Random(seed)
-    n_chains = 1 + _VT_DISTRACTORS
-    names = _var_names(rng, n_chains * (hops + 1))
+    n_chains = 1 + distractors
+    if n_chains * (hops + 1) > len(_ROOMS):
+        raise ValueError(f"{n_chains} chains of {hops + 1} rooms need more than the {len(_ROOMS)} room names")
+    names = rng.sample(_ROOMS, n_chains * (hops + 1))
     values: set[str] = set()
     chains: list[list[str]] = []  # chains[0] is the true chain
     chain_values: list[str] = []
     for c in range(n_chains):
         chain_names = names[c * (hops + 1) : (c + 1) * (hops + 1)]
         chain_values.append(_five_digits(rng, values))
-        statements = [f"VAR {chain_names[0]} = {chain_values[-1]}."]
-        statements += [f"VAR {b} = VAR {a}." for a, b in pairwise(chain_names)]
+        statements = [f"The access code of the {chain_names[0]} room is {chain_values[-1]}."]
+        statements += [
+            f"The access code of the {b} room is the same as the access code of the {a} room."
+            for a, b in pairwise(chain_names)
+        ]
         chains.append(statements)
     answer, last_var = chain_values[0], names[hops]
 
@@ -246,8 +248,7 @@ def variable_tracking(target_tokens: int, seed: int, count: CountTokens, hops: i
         task="vt",
         system="You are a helpful assistant.",
         context=_join(sentences),
-        question=f"In the text above, what is the value of VAR {last_var}? Follow the assignments. "
-        "Answer with the number only.",
+        question=f"What is the access code of the {last_var} room? Answer with the number only.",
         answer=answer,
         seed=seed,
     )
