@@ -34,7 +34,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nexus_agent import defaults
 from nexus_agent.agent.events import ErrorEvent, Event
@@ -42,6 +42,7 @@ from nexus_agent.agent.history import Conversation
 from nexus_agent.agent.routing_adapter import build_router
 from nexus_agent.agent.turn import CallResult, TurnCancelled, TurnDeps, TurnRouter, run_turn
 from nexus_agent.engine import MAIN, Engine, EngineConfig
+from nexus_agent.kv.budget import KVBudget
 from nexus_agent.mcp import MultiServerClient, load_config, resolve_preset
 from nexus_agent.mcp.config import MCPConfig
 from nexus_agent.mcp.tools import ToolListDiff
@@ -75,6 +76,21 @@ class AgentConfig(BaseModel):
     splice: Literal["auto", "on", "off"] = "auto"
     # whether a request needs a tool: "llm" also asks the model (routing/judge.py), "exemplars" the embeddings only
     relevance: Literal["llm", "exemplars"] = "llm"
+    # KV cells each conversation may hold (None: no budget; the prompt keeps the last ``window_turns`` turns). With
+    # a budget the conversation's lane keeps the whole trace and ``evict`` picks the 32-token blocks to drop.
+    kv_budget: int | None = Field(default=None, ge=KVBudget.min_tokens())
+    evict: Literal["nexus", "lore", "snapkv", "h2o", "streaming", "none"] = "nexus"
+
+    @model_validator(mode="after")
+    def _budget_fits(self) -> AgentConfig:
+        if self.kv_budget is not None and self.evict == "none":
+            raise ValueError("kv_budget needs an eviction policy: evict 'none' keeps every token (drop the budget)")
+        if self.kv_budget is not None and self.kv_budget > self.n_ctx // 2:
+            raise ValueError(
+                f"kv_budget ({self.kv_budget}) must be at most half of n_ctx ({self.n_ctx}): routing, arguments and "
+                "other conversations share the context's cells"
+            )
+        return self
 
 
 class NexusAgent:
@@ -125,7 +141,14 @@ class NexusAgent:
             self._notice(f"MCP server {name!r} failed to start: {why}")
         self._index_tools()
         self.engine = await asyncio.to_thread(
-            Engine, EngineConfig(model=self.cfg.model, n_ctx=self.cfg.n_ctx, n_threads=self.cfg.n_threads)
+            Engine,
+            EngineConfig(
+                model=self.cfg.model,
+                n_ctx=self.cfg.n_ctx,
+                n_threads=self.cfg.n_threads,
+                kv_budget=self.cfg.kv_budget,
+                evict=self.cfg.evict if self.cfg.evict != "none" else "nexus",
+            ),
         )
         self.router = await asyncio.to_thread(
             build_router,
@@ -221,6 +244,7 @@ class NexusAgent:
             confirm=self._confirm_from_thread,
             auto_yes=self.cfg.yes,
             window_turns=self.cfg.window_turns,
+            full_trace=self.cfg.kv_budget is not None,
             cancelled=cancel.is_set,
             lane=lane,
         )

@@ -123,11 +123,11 @@ class Turn:
 class Conversation:
     turns: list[Turn] = field(default_factory=list)
 
-    def window(self, max_turns: int = 4, max_chars: int = 3000) -> list[dict[str, str]]:
-        """Chat messages of the last ``max_turns`` turns, newest kept first when over ``max_chars``."""
+    def window(self, max_turns: int = 4, max_chars: int | None = 3000) -> list[dict[str, str]]:
+        """Chat messages of the last ``max_turns`` turns, newest kept first when over ``max_chars`` (None: no cap)."""
         msgs: list[list[dict[str, str]]] = []
         used = 0
-        for t in reversed(self.turns[-max_turns:]):
+        for t in reversed(self.turns[-max_turns:] if max_turns > 0 else []):
             block = [{"role": "user", "content": t.user}]
             reply = t.answer
             if t.tool:
@@ -136,11 +136,16 @@ class Conversation:
                 reply = f"{call}\n{reply}".strip()
             block.append({"role": "assistant", "content": reply or "(no answer)"})
             size = sum(len(m["content"]) for m in block)
-            if msgs and used + size > max_chars:
+            if msgs and max_chars is not None and used + size > max_chars:
                 break
             used += size
             msgs.append(block)
         return [m for block in reversed(msgs) for m in block]
+
+    def trace(self) -> list[dict[str, str]]:
+        """Every turn, uncapped: the prompt history of a conversation whose lane has a KV budget (the engine
+        evicts from its cache instead of the prompt dropping turns)."""
+        return self.window(len(self.turns), max_chars=None)
 
     def previous_tool_turn(self, max_turns: int = 4) -> PreviousTurn | None:
         """The newest of the last ``max_turns`` turns that called a tool (small talk after it is skipped), as

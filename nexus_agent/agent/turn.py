@@ -112,6 +112,9 @@ class TurnDeps:
     window_turns: int = 4
     cancelled: Callable[[], bool] = _never  # checked before each stage and at every event
     lane: int = MAIN  # the conversation's engine lane (Engine.open_lane)
+    # the lane has a KV budget (--kv-budget): arguments and answers see the whole trace, in one lane whose cache
+    # the engine keeps under the budget; routing still reads the last ``window_turns``
+    full_trace: bool = False
 
 
 def run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit) -> None:
@@ -149,6 +152,7 @@ def _run_turn(
     eng = deps.engine
     with eng.turn():
         window = convo.window(deps.window_turns)
+        history = convo.trace() if deps.full_trace else window
         try:
             route = deps.router.route_turn(request, window, convo.previous_tool_turn(deps.window_turns))
         except Exception as e:
@@ -162,10 +166,18 @@ def _run_turn(
                 latency_ms=route.latency_ms,
             )
         )
-        used = _use_tool(deps, route, request, window, emit, check, turn) if route.tool is not None else _WITHOUT_TOOL
+        used = _use_tool(deps, route, request, history, emit, check, turn) if route.tool is not None else _WITHOUT_TOOL
         if used is None:
             return
-        if used is _WITHOUT_TOOL:
+        if used is _WITHOUT_TOOL and deps.full_trace:
+            # A budgeted lane holds the whole trace under SYSTEM_MAIN: answering there keeps it one growing prompt.
+            messages = [
+                {"role": "system", "content": SYSTEM_MAIN},
+                *history,
+                {"role": "user", "content": NO_TOOL.format(request=request)},
+            ]
+            seq = deps.lane
+        elif used is _WITHOUT_TOOL:
             # No tool: answer in the CHAT lane under the system prompt without the JSON-argument rules (see
             # prompts.NO_TOOL), so the conversation's lane keeps its cached prefix for the next turn and the
             # sidecar keeps the routing decision's head.

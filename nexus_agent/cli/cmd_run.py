@@ -10,8 +10,9 @@ import signal
 import sys
 import threading
 from collections.abc import Mapping
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -19,6 +20,23 @@ from rich.console import Console
 
 from nexus_agent.cli.cmd_route import RELEVANCE_DEFAULT, SPLICE_DEFAULT, RelevanceOpt, SpliceOpt
 from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
+
+
+class Evict(StrEnum):
+    """--evict: the eviction policies of nexus_agent/kv/policies, and none (typer checks the value)."""
+
+    nexus = "nexus"
+    lore = "lore"
+    snapkv = "snapkv"
+    h2o = "h2o"
+    streaming = "streaming"
+    none = "none"
+
+
+EVICT_DEFAULT = Evict.nexus
+EvictOpt = Annotated[
+    Evict, typer.Option("--evict", help="KV eviction policy under --kv-budget: nexus, lore, snapkv, h2o, streaming")
+]
 
 _err = Console(stderr=True)
 
@@ -230,6 +248,14 @@ def run(
     n_ctx: int = typer.Option(8192, "--n-ctx", help="context size in tokens"),
     splice: SpliceOpt = SPLICE_DEFAULT,
     relevance: RelevanceOpt = RELEVANCE_DEFAULT,
+    kv_budget: int | None = typer.Option(
+        None,
+        "--kv-budget",
+        metavar="TOKENS",
+        help="KV cells the conversation may hold: it keeps its whole trace and evicts 32-token blocks at the budget "
+        "(default: no budget; the prompt keeps the last 4 turns)",
+    ),
+    evict: EvictOpt = EVICT_DEFAULT,
 ) -> None:
     """Run the agent against MCP servers."""
     from nexus_agent.agent.api import DEFAULT_MODEL, AgentConfig
@@ -249,6 +275,8 @@ def run(
             n_ctx=n_ctx,
             splice=splice.value,
             relevance=relevance.value,
+            kv_budget=kv_budget,
+            evict=evict.value,
         )
     except ValidationError as e:
         _err.print(f"[red]error:[/red] bad option: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}")

@@ -151,7 +151,15 @@ class Evictor:
                 self.evict(kv, slot, lane, b.tokens - room, protected())
             n = min(rest, b.tokens - kv.cells, self.ctx.cfg.n_ubatch)
             if n <= 0:
-                raise RuntimeError(f"lane {lane}: no room after an eviction step (budget {b.tokens}, held {kv.cells})")
+                # what must stay (sink, recent window, cells other slots share) fills the budget: go over it by a
+                # block rather than fail the turn; the next step tries again
+                log.warning(
+                    "kv lane %d: the kept blocks fill the %d-token budget (%d cells); decoding over it",
+                    lane,
+                    b.tokens,
+                    kv.cells,
+                )
+                n = min(rest, b.block)
             want = max(0, min(n, n_logits - (rest - n)))
             pos0 = kv.next_pos
             with self.observer.capture(kv.ring):

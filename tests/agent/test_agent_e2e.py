@@ -14,6 +14,7 @@ import pytest
 
 from nexus_agent.agent.api import AgentConfig, SyncNexusAgent
 from nexus_agent.agent.history import carries_nothing
+from nexus_agent.engine import MAIN
 from nexus_agent.sandbox.github import sandbox_mcp_config
 
 pytestmark = pytest.mark.real_model
@@ -233,3 +234,32 @@ def test_chats_opened_on_one_agent_keep_their_own_history_on_one_model(agent: Sy
         work.close()
         home.close()
     assert engine.lane(work.chat.lane).tokens == []  # a closed chat's KV is gone
+
+
+def test_with_a_kv_budget_the_conversation_keeps_its_whole_trace_under_the_budget(tmp_path: Path) -> None:
+    a = SyncNexusAgent(
+        AgentConfig(model="qwen0.5b", config_file=_sandbox_config(tmp_path), n_ctx=4096, kv_budget=384),
+        confirm=lambda name, args, ann: False,
+    )
+    try:
+        requests = [
+            "list the open issues in the acme/api repository",
+            "thanks! how are you today?",
+            "list the open pull requests in acme/web",
+        ]
+        for r in requests:
+            events = a.run(r)
+            assert events[-1].type == "answer", [(e.type, getattr(e, "message", "")) for e in events]
+        engine = a.agent.engine
+        assert engine is not None
+        lane = engine.lane(MAIN)  # the agent's first chat
+        kv = lane.kv
+        assert kv is not None and kv.steps, "the trace never reached the budget"
+        assert kv.cells <= 384
+        assert lane.slot is not None and engine.ctx.seq_pos_max(lane.slot) < 384
+        # the lane's prompt is the whole trace: the first request is still in it, three turns later
+        text = engine.model.detokenize(lane.tokens)
+        assert requests[0] in text and requests[1] in text
+        assert len(lane.tokens) > 384
+    finally:
+        a.close()

@@ -122,3 +122,17 @@ def test_bad_budgets_are_clear_errors() -> None:
             eng.set_budget(MAIN, KVBudget(256))
     finally:
         eng.close()
+
+
+def test_a_budget_filled_by_what_must_stay_goes_over_it_rather_than_fail(caplog: pytest.LogCaptureFixture) -> None:
+    eng = _engine(budget=128)
+    try:
+        shared = _tokens(200, seed=1)
+        eng.prefill([*shared, 7], SIDECAR)  # another slot holds a 200-token prefix: it cannot be evicted
+        with caplog.at_level(logging.WARNING, logger="nexus_agent.kv"):
+            eng.prefill(shared + _tokens(100, seed=2), MAIN)
+        kv = eng.lane(MAIN).kv
+        assert kv is not None and all(p >= 0 for p in kv.pos[:200])
+        assert any("fill the 128-token budget" in r.getMessage() for r in caplog.records)
+    finally:
+        eng.close()
