@@ -326,12 +326,16 @@ def _plot(res: dict[str, Any], path: Path) -> None:
         rows = [r for r in res["rows"] if r["task"] == task]
         for policy in sorted({r["policy"] for r in rows}):
             pts = sorted((r["density"], r["accuracy"]) for r in rows if r["policy"] == policy)
-            style = "--" if policy in ("none", "window") else "-o"
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=policy)
+            if policy == "none":  # dense: one point at 1.0, drawn across as the reference
+                ax.axhline(pts[0][1], ls="--", color="gray", label="dense (none)")
+            else:
+                style = "s" if policy == "window" else "-o"
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=policy, alpha=0.8)
         ax.set_title(task)
         ax.set_xlabel("KV density (kept / dense)")
         ax.set_ylabel("accuracy")
         ax.set_ylim(-0.05, 1.05)
+        ax.set_xlim(0.0, 1.05)
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

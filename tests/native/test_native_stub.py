@@ -67,7 +67,9 @@ def test_stub_signatures_match_module() -> None:
         for mname, fn in members.items():
             if mname in STUB_ONLY:
                 continue
-            if any(isinstance(d, ast.Name) and d.id == "property" for d in fn.decorator_list):
+            getter = any(isinstance(d, ast.Name) and d.id == "property" for d in fn.decorator_list)
+            setter = any(isinstance(d, ast.Attribute) and d.attr == "setter" for d in fn.decorator_list)
+            if getter or setter:
                 assert isinstance(getattr(obj, mname), property), f"{name}.{mname}"
             else:
                 assert _stub_params(fn) == _native_params(getattr(obj, mname)), f"{name}.{mname}"
