@@ -19,11 +19,11 @@ with Wilson 95% intervals. **Memory**: the peak number of KV cells the lane held
 is a token's K and V in every layer). **Time**: each eviction step (reading K/V, scoring, dropping, compacting;
 LORE-KV's lookahead included) and its share of the arm's decode time. **Observation overhead**: the same 256-token
 batch and 32 single-token decodes with the eval callback off, capturing Q (the path the policies use) and capturing
-``kq_soft_max`` (the other way the issue names), as ratios to off.
+``kq_soft_max`` (the other way the issue names), as ratios to off (best of 3; one run with ``--quick``).
 
 usage: python bench/eviction.py [--quick] [--json OUT] [--model qwen0.5b] [--seed 0]
 Writes bench/results/eviction.{json,md,png} (and OUT when given). ``--quick``: needle and vt at 2K tokens (3
-samples each, densities 0.2 and 1.0) and 2 traces of 20 turns at density 0.2, within 10 minutes on 2 cores; the
+samples each, densities 0.2 and 1.0) and 2 traces of 16 turns at density 0.2, about 7 minutes on 2 cores; the
 full run (needle at 2K/4K/8K, vt at 2K/4K, densities 0.1–0.8, 6 traces) within 40.
 """
 
@@ -349,7 +349,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     if args.quick:
-        plan = {"needle": [(2048, 3)], "vt": [(2048, 3)], "trace": [(20, 2)]}
+        plan = {"needle": [(2048, 3)], "vt": [(2048, 3)], "trace": [(16, 2)]}
         densities = [0.2]
         trace_densities = [0.2]
     else:
@@ -358,7 +358,7 @@ def main() -> None:
         trace_densities = [0.2]
     t_start = time.perf_counter()
     bench = Bench(args.model, n_ctx=10240, seed=args.seed)
-    overhead = bench.overhead()
+    overhead = bench.overhead(reps=1 if args.quick else 3)
     print(f"observation overhead: {json.dumps({k: round(v, 3) for k, v in overhead.items()})}", flush=True)
     for task, sizes in plan.items():
         k = 0
