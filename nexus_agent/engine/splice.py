@@ -44,42 +44,32 @@ def tokenizer_hash(model: LlamaModel) -> int:
     return _TOKENIZER_HASHES[key]
 
 
-def _meta_float(model: LlamaModel, key: str, default: float) -> float:
-    v = model.meta(f"{model.arch}.{key}")
-    return float(v) if v not in (None, "") else default
-
-
-def _meta_int(model: LlamaModel, key: str, default: int) -> int:
-    v = model.meta(f"{model.arch}.{key}")
-    return int(float(v)) if v not in (None, "") else default
-
-
 def fingerprint_of(model: LlamaModel) -> ModelFingerprint:
     """What a block must match to be spliced into a context of ``model`` (the .atb header's model fields)."""
-    n_head = _meta_int(model, "attention.head_count", 0)
-    n_head_kv = _meta_int(model, "attention.head_count_kv", n_head)
-    head_dim = _meta_int(model, "attention.key_length", model.n_embd // max(n_head, 1))
-    v_dim = _meta_int(model, "attention.value_length", head_dim)
+    n_head = model.arch_int("attention.head_count", 0)
+    n_head_kv = model.arch_int("attention.head_count_kv", n_head)
+    head_dim = model.arch_int("attention.key_length", model.n_embd // max(n_head, 1))
+    v_dim = model.arch_int("attention.value_length", head_dim)
     scaling = model.meta(f"{model.arch}.rope.scaling.type") or "none"
-    factor = _meta_float(model, "rope.scaling.factor", 1.0)
+    factor = model.arch_float("rope.scaling.factor", 1.0)
     freq_scale = 1.0 / factor if scaling in ("linear", "yarn") and factor > 0 else 1.0
     rope = RopeSet(
-        freq_base=_meta_float(model, "rope.freq_base", 10000.0),
+        freq_base=model.arch_float("rope.freq_base", 10000.0),
         freq_scale=freq_scale,
         ext_factor=1.0 if scaling == "yarn" else 0.0,
-        attn_factor=_meta_float(model, "rope.scaling.attn_factor", 1.0),
+        attn_factor=model.arch_float("rope.scaling.attn_factor", 1.0),
     )
     return ModelFingerprint(
         arch=model.arch,
         n_layer=model.n_layer,
         n_head_kv=n_head_kv,
         head_dim=head_dim,
-        n_rot=_meta_int(model, "rope.dimension_count", head_dim),
+        n_rot=model.arch_int("rope.dimension_count", head_dim),
         n_embd_k=n_head_kv * head_dim,
         n_embd_v=n_head_kv * v_dim,
         tokenizer_hash=tokenizer_hash(model),
         rope_type=model.rope_type,
-        n_ctx_orig=_meta_int(model, "rope.scaling.original_context_length", model.n_ctx_train),
+        n_ctx_orig=model.arch_int("rope.scaling.original_context_length", model.n_ctx_train),
         rope=(rope,),
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import groupby
 
 from nexus_agent.kv.observe import AttnShape
 from nexus_agent.kv.policies import POLICIES, Policy, make_policy
@@ -66,14 +67,9 @@ class EvictionStep:
 
 
 def _ranges(ix: list[int]) -> str:
-    out: list[str] = []
-    for i in ix:
-        if out and (out[-1].endswith(f"-{i - 1}") or out[-1] == str(i - 1)):
-            head = out[-1].split("-")[0]
-            out[-1] = f"{head}-{i}"
-        else:
-            out.append(str(i))
-    return "[" + ",".join(out) + "]"
+    """Sorted block indices as runs: [1, 2, 3, 7] → "[1-3,7]"."""
+    runs = [[i for _, i in run] for _, run in groupby(enumerate(ix), key=lambda t: t[1] - t[0])]
+    return "[" + ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs) + "]"
 
 
 @dataclass

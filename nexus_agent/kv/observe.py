@@ -23,11 +23,6 @@ from nexus_agent.native import Observer, QRing
 MODE_OFF, MODE_Q, MODE_KQ = 0, 1, 2
 
 
-def _meta_int(model: LlamaModel, key: str, default: int) -> int:
-    v = model.meta(f"{model.arch}.{key}")
-    return int(v) if v is not None else default
-
-
 @dataclass(frozen=True)
 class AttnShape:
     """The attention geometry of a model: layers, query heads, KV heads, head dimension (K and V)."""
@@ -39,14 +34,14 @@ class AttnShape:
 
     @classmethod
     def of(cls, model: LlamaModel) -> AttnShape:
-        n_head = _meta_int(model, "attention.head_count", 0)
+        n_head = model.arch_int("attention.head_count", 0)
         if n_head <= 0:
             raise ValueError(f"{model.path.name}: no attention.head_count in the GGUF metadata")
         return cls(
             n_layer=model.n_layer,
             n_head=n_head,
-            n_head_kv=_meta_int(model, "attention.head_count_kv", n_head),
-            head_dim=_meta_int(model, "attention.key_length", model.n_embd // n_head),
+            n_head_kv=model.arch_int("attention.head_count_kv", n_head),
+            head_dim=model.arch_int("attention.key_length", model.n_embd // n_head),
         )
 
     def ring(self, capacity: int) -> QRing:

@@ -100,6 +100,16 @@ class LlamaModel:
         n = L.llama_model_meta_val_str(self.handle, key.encode(), buf, len(buf))
         return buf.value.decode("utf-8", "replace") if n >= 0 else None
 
+    def arch_int(self, key: str, default: int) -> int:
+        """The architecture's metadata ``<arch>.<key>`` as an int (``default`` when absent or empty)."""
+        v = self.meta(f"{self.arch}.{key}")
+        return int(float(v)) if v not in (None, "") else default
+
+    def arch_float(self, key: str, default: float) -> float:
+        """The architecture's metadata ``<arch>.<key>`` as a float (``default`` when absent or empty)."""
+        v = self.meta(f"{self.arch}.{key}")
+        return float(v) if v not in (None, "") else default
+
     # -- vocabulary
     def tokenize(self, text: str, add_special: bool = False, parse_special: bool = True) -> list[int]:
         """Token ids of ``text``; ``parse_special`` lets ``<|im_start|>`` etc. map to their special ids."""

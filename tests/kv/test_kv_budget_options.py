@@ -47,3 +47,13 @@ def test_the_smallest_budget_holds_the_sink_the_recent_window_and_room() -> None
     KVBudget(128)
     with pytest.raises(ValueError, match="too small"):
         KVBudget(127)
+
+
+def test_the_cli_and_the_api_offer_exactly_the_registered_policies() -> None:
+    from typing import get_args
+
+    from nexus_agent.cli.cmd_run import Evict
+    from nexus_agent.kv.policies import EVICT_CHOICES
+
+    assert {e.value for e in Evict} == set(EVICT_CHOICES)
+    assert set(get_args(AgentConfig.model_fields["evict"].annotation)) == set(EVICT_CHOICES)

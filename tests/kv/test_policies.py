@@ -144,3 +144,21 @@ def test_the_walk_amplifies_a_hub_block_over_its_plain_average() -> None:
 def test_unknown_policy_names_the_choices() -> None:
     with pytest.raises(ValueError, match="nexus"):
         make_policy("lru")
+
+
+def test_h2o_keeps_accumulating_after_a_step_moved_positions_back_down() -> None:
+    # after a step the engine compacts positions, so the next rows sit at positions no higher than the last step's
+    obs = _observation(9, 0)
+    h2o = make_policy("h2o")
+    h2o.priority(obs)
+    before = h2o.acc.copy()  # type: ignore[attr-defined]
+    h2o.evicted(np.ones(obs.cache.n, bool))
+    later = Observation(
+        cache=obs.cache,
+        q=np.random.default_rng(5).standard_normal(obs.q.shape).astype(np.float32),
+        qpos=obs.qpos - 1,
+        forced=obs.forced,
+        block=BLOCK,
+    )
+    h2o.priority(later)
+    np.testing.assert_allclose(h2o.acc, before + later.attention().sum(axis=0), rtol=1e-6)  # type: ignore[attr-defined]

@@ -53,7 +53,7 @@ class Observation:
     block: int = 32
     lookahead: Lookahead | None = None
     gram: GramFn | None = None
-    _cache: dict[int, F32] = field(default_factory=dict, repr=False)
+    _attention: dict[int, F32] = field(default_factory=dict, repr=False)  # rows → attention(rows)
 
     @property
     def n_blocks(self) -> int:
@@ -62,13 +62,13 @@ class Observation:
     def attention(self, last: int | None = None) -> F32:
         """Mean attention over layers and heads of the last ``last`` query rows (all when None): [rows, n]."""
         rows = self.q.shape[0] if last is None else min(last, self.q.shape[0])
-        if rows not in self._cache:
-            self._cache[rows] = (
+        if rows not in self._attention:
+            self._attention[rows] = (
                 mean_attention(self.q[-rows:], self.qpos[-rows:], self.cache)
                 if rows
                 else np.zeros((0, self.cache.n), np.float32)
             )
-        return self._cache[rows]
+        return self._attention[rows]
 
     def block_rows(self, last: int | None = None) -> F64:
         """Nexus Eq. 1: per query row, the attention mass of each block, row-normalised: [rows, Nk]."""

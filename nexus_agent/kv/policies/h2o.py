@@ -2,7 +2,8 @@
 steps; deterministic top-K.
 
 The accumulator is per cell and survives eviction steps (cells that stay keep their total). Each query row is
-counted once: rows already added at an earlier step (the same positions) are skipped.
+counted once: the engine empties a lane's query ring after every step (kv/evictor.py), so the rows a step sees were
+all decoded since the last one. (Positions cannot tell old rows from new: compaction moves them back down.)
 """
 
 from __future__ import annotations
@@ -21,21 +22,16 @@ class H2O(Policy):
     def __init__(self, seed: int = 0) -> None:
         super().__init__(seed)
         self.acc = np.zeros(0, np.float64)  # [n] accumulated attention per cell
-        self.counted_upto = -1  # the largest query position already added
+
+    def _aligned(self, n: int) -> F64:
+        """The accumulator over ``n`` cells: cells decoded since the last step start at zero."""
+        return np.concatenate([self.acc, np.zeros(max(0, n - self.acc.shape[0]))])[:n]
 
     def priority(self, obs: Observation) -> F64:
-        n = obs.cache.n
-        if self.acc.shape[0] < n:  # cells decoded since the last step start at zero
-            self.acc = np.concatenate([self.acc, np.zeros(n - self.acc.shape[0])])
-        self.acc = self.acc[:n]
-        new = obs.qpos > self.counted_upto
-        if new.any():
-            att = obs.attention()
-            self.acc += att[new].sum(axis=0, dtype=np.float64)
-            self.counted_upto = int(obs.qpos[new].max())
+        self.acc = self._aligned(obs.cache.n)
+        if obs.q.shape[0]:
+            self.acc += obs.attention().sum(axis=0, dtype=np.float64)
         return block_sums(self.acc, obs.block)
 
     def evicted(self, kept_cells: npt.NDArray[np.bool_]) -> None:
-        n = kept_cells.shape[0]
-        acc = np.concatenate([self.acc, np.zeros(max(0, n - self.acc.shape[0]))])[:n]
-        self.acc = acc[kept_cells]
+        self.acc = self._aligned(kept_cells.shape[0])[kept_cells]
