@@ -147,7 +147,7 @@ class NexusAgent:
                 n_ctx=self.cfg.n_ctx,
                 n_threads=self.cfg.n_threads,
                 kv_budget=self.cfg.kv_budget,
-                evict=self.cfg.evict if self.cfg.evict != "none" else "nexus",
+                evict=self.cfg.evict,  # read only with kv_budget, which the validator never pairs with "none"
             ),
         )
         self.router = await asyncio.to_thread(

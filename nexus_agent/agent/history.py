@@ -127,7 +127,7 @@ class Conversation:
         """Chat messages of the last ``max_turns`` turns, newest kept first when over ``max_chars`` (None: no cap)."""
         msgs: list[list[dict[str, str]]] = []
         used = 0
-        for t in reversed(self.turns[-max_turns:] if max_turns > 0 else []):
+        for t in reversed(self.turns[-max_turns:]):
             block = [{"role": "user", "content": t.user}]
             reply = t.answer
             if t.tool:
