@@ -19,6 +19,10 @@ async with NexusAgent.from_config(AgentConfig(mcp=["github"])) as agent:
 
 ``agent.run`` is the agent's first chat. Turns of different chats serialise on the engine's coarse lock.
 
+With ``AgentConfig(engine="http://gpu-box:8000/v1", model=...)`` generation goes to an OpenAI-compatible server
+(vLLM, SGLang, llama-server) instead: retrieval stays local, the routing decision, the arguments and the answers go
+to the server, and turns of different chats run concurrently (only routing queues, on the router's lock).
+
 ``SyncNexusAgent`` wraps the same object for synchronous code; it is safe to call from several threads
 (each call gets its own events; ``open_chat`` gives a :class:`SyncChat`).
 """
@@ -41,10 +45,11 @@ from nexus_agent.agent.events import ErrorEvent, Event
 from nexus_agent.agent.history import Conversation
 from nexus_agent.agent.routing_adapter import build_router
 from nexus_agent.agent.turn import CallResult, TurnCancelled, TurnDeps, TurnRouter, run_turn
+from nexus_agent.backend import Backend, LocalBackend, RemoteBackend, RemoteConfig, RemoteError
 from nexus_agent.engine import MAIN, Engine, EngineConfig
 from nexus_agent.kv.budget import KVBudget
 from nexus_agent.mcp import MultiServerClient, load_config, resolve_preset
-from nexus_agent.mcp.config import MCPConfig
+from nexus_agent.mcp.config import EngineEntry, MCPConfig
 from nexus_agent.mcp.tools import ToolListDiff
 from nexus_agent.registry import Tool
 
@@ -63,7 +68,14 @@ class AgentConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str = DEFAULT_MODEL
+    # in-process: a short name or GGUF path (None: defaults.CHAT_MODEL); with ``engine``: the served model's name
+    # (None: the first the server lists)
+    model: str | None = None
+    # an OpenAI-compatible base URL (``http://127.0.0.1:8000/v1``); None: llama.cpp in-process, or the config
+    # file's ``engine``. The key comes from ``api_key``, else NEXUS_API_KEY or OPENAI_API_KEY.
+    engine: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
+    engine_timeout_s: float = Field(default=120.0, gt=0)
     mcp: list[str] = Field(default_factory=list)
     config_file: Path | None = None
     embedder: str = defaults.EMBEDDER
@@ -83,6 +95,8 @@ class AgentConfig(BaseModel):
 
     @model_validator(mode="after")
     def _budget_fits(self) -> AgentConfig:
+        if self.engine is not None and not self.engine.startswith(("http://", "https://")):
+            raise ValueError(f"engine must be an http:// or https:// base URL, got {self.engine!r}")
         if self.kv_budget is not None and self.evict == "none":
             raise ValueError("kv_budget needs an eviction policy: evict 'none' keeps every token (drop the budget)")
         if self.kv_budget is not None and self.kv_budget > self.n_ctx // 2:
@@ -93,8 +107,15 @@ class AgentConfig(BaseModel):
         return self
 
 
+# What declines on a remote engine, said once at start (paper 001 Path B: the server prefills text).
+REMOTE_DECLINES = (
+    "remote engine: compiled tool blocks, the radix arena and KV eviction work on a local KV cache and are off; "
+    "prompts go to the server as text, and its own prefix cache reuses what repeats"
+)
+
+
 class NexusAgent:
-    """An agent bound to MCP servers and one local model. Use as an async context manager."""
+    """An agent bound to MCP servers and one model, in-process or on a server. Use as an async context manager."""
 
     def __init__(
         self, cfg: AgentConfig, confirm: ConfirmFn | None = None, on_notice: Callable[[str], None] | None = None
@@ -103,7 +124,8 @@ class NexusAgent:
         self._confirm = confirm
         self._notice = on_notice or (lambda _msg: None)
         self.conversation = Conversation()  # the first chat's history (``run``)
-        self.engine: Engine | None = None
+        self.engine: Engine | None = None  # the in-process engine (None on a remote engine)
+        self.backend: Backend | None = None
         self.hub: MultiServerClient | None = None
         self.router: TurnRouter | None = None
         self._tools: dict[str, Tool] = {}
@@ -128,8 +150,11 @@ class NexusAgent:
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         servers: dict[str, Any] = {}
+        engine_entry = None
         if self.cfg.config_file is not None:
-            servers.update(load_config(self.cfg.config_file).servers)
+            file_cfg = load_config(self.cfg.config_file)
+            servers.update(file_cfg.servers)
+            engine_entry = file_cfg.engine
         for preset in self.cfg.mcp:
             res = resolve_preset(preset)
             self._notice(res.reason)
@@ -140,16 +165,29 @@ class NexusAgent:
         for name, why in hub.failures.items():
             self._notice(f"MCP server {name!r} failed to start: {why}")
         self._index_tools()
-        self.engine = await asyncio.to_thread(
-            Engine,
-            EngineConfig(
-                model=self.cfg.model,
-                n_ctx=self.cfg.n_ctx,
-                n_threads=self.cfg.n_threads,
-                kv_budget=self.cfg.kv_budget,
-                evict=self.cfg.evict,  # read only with kv_budget, which the validator never pairs with "none"
-            ),
-        )
+        remote = self._remote(engine_entry)
+        if remote is not None:
+            self.backend = remote
+            self._notice(REMOTE_DECLINES)
+            try:
+                caps = await asyncio.to_thread(remote.capabilities)
+                self._notice(f"engine {remote.label}: {caps.summary()}")
+                for line in caps.fallbacks():
+                    self._notice(line)
+            except RemoteError as e:  # not fatal: each turn tries again and ends with an error event until it answers
+                self._notice(f"{e}; turns fail until it answers")
+        else:
+            self.engine = await asyncio.to_thread(
+                Engine,
+                EngineConfig(
+                    model=self.cfg.model or DEFAULT_MODEL,
+                    n_ctx=self.cfg.n_ctx,
+                    n_threads=self.cfg.n_threads,
+                    kv_budget=self.cfg.kv_budget,
+                    evict=self.cfg.evict,  # read only with kv_budget, which the validator never pairs with "none"
+                ),
+            )
+            self.backend = LocalBackend(self.engine)
         self.router = await asyncio.to_thread(
             build_router,
             list(self._tools.values()),
@@ -158,8 +196,19 @@ class NexusAgent:
             defaults.RERANKER,
             self.cfg.splice,
             self.cfg.relevance,
+            remote,
         )
         hub.add_tools_listener(self._on_tools_changed)
+
+    def _remote(self, entry: EngineEntry | None) -> RemoteBackend | None:
+        """The remote backend the config names (``engine``, else the config file's), or None for in-process."""
+        url = self.cfg.engine or (entry.url if entry else None)
+        if url is None:
+            return None
+        from_file = self.cfg.engine is None and entry is not None
+        model = self.cfg.model or (entry.model if from_file and entry else None)
+        timeout = entry.timeout if from_file and entry else self.cfg.engine_timeout_s
+        return RemoteBackend(RemoteConfig(url=url, model=model, api_key=self.cfg.api_key, timeout_s=timeout))
 
     async def aclose(self) -> None:
         if self.hub is not None:
@@ -168,6 +217,9 @@ class NexusAgent:
         if self.engine is not None:
             self.engine.close()
             self.engine = None
+        if isinstance(self.backend, RemoteBackend):
+            self.backend.close()
+        self.backend = None
 
     # -- tools
     def _index_tools(self) -> None:
@@ -183,9 +235,10 @@ class NexusAgent:
             await asyncio.to_thread(self._apply_diff, changed, diff.qualified(list(diff.removed)))
 
     def _apply_diff(self, changed: list[Tool], removed: list[str]) -> None:
-        # The router is not thread-safe: take the turn lock so a diff never lands mid-turn.
-        assert self.engine is not None and self.router is not None
-        with self.engine.turn():
+        # The router is not thread-safe: take the turn lock (the router's own lock too) so a diff never lands
+        # mid-turn.
+        assert self.backend is not None and self.router is not None
+        with self.backend.turn():
             self.router.apply_diff(changed, removed)  # type: ignore[attr-defined]
 
     @property
@@ -210,9 +263,10 @@ class NexusAgent:
 
     def open_chat(self) -> Chat:
         """A new conversation on this agent: its own history and engine lane, the same model, servers and router."""
-        if self.engine is None:
+        if self.backend is None:
             raise RuntimeError("agent is not started: use `async with NexusAgent.from_config(...)`")
-        return Chat(self, Conversation(), self.engine.open_lane())
+        # a server keeps no lanes: every chat is lane MAIN to it
+        return Chat(self, Conversation(), self.engine.open_lane() if self.engine is not None else MAIN)
 
     def run(self, query: str) -> AsyncIterator[Event]:
         """Run one turn of the first chat; see :meth:`Chat.run`."""
@@ -226,7 +280,7 @@ class NexusAgent:
         generator returns once the turn has stopped, so the next turn never waits on it. A cancelled turn leaves
         the conversation as it was, unless its tool already ran (then the turn is kept, marked interrupted).
         """
-        if self.engine is None or self.router is None:
+        if self.backend is None or self.router is None:
             raise RuntimeError("agent is not started: use `async with NexusAgent.from_config(...)`")
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
@@ -236,7 +290,7 @@ class NexusAgent:
             loop.call_soon_threadsafe(queue.put_nowait, ev)
 
         deps = TurnDeps(
-            engine=self.engine,
+            backend=self.backend,
             router=self.router,
             tools=lambda: self._tools,
             annotations=lambda q: self._annotations.get(q),
@@ -244,7 +298,7 @@ class NexusAgent:
             confirm=self._confirm_from_thread,
             auto_yes=self.cfg.yes,
             window_turns=self.cfg.window_turns,
-            full_trace=self.cfg.kv_budget is not None,
+            full_trace=self.cfg.kv_budget is not None and self.engine is not None,
             cancelled=cancel.is_set,
             lane=lane,
         )
@@ -286,7 +340,7 @@ class Chat:
 
     def close(self) -> None:
         """Forget this chat's cached KV (its history object stays readable)."""
-        if self.agent.engine is not None:
+        if self.agent.engine is not None:  # a remote engine keeps no lanes
             self.agent.engine.close_lane(self.lane)
 
 

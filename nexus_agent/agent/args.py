@@ -21,6 +21,7 @@ from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from nexus_agent.agent import forms
 from nexus_agent.agent.prompts import SYSTEM_MAIN, arg_request
+from nexus_agent.backend import Backend, JsonConstraint, LocalBackend
 from nexus_agent.engine import MAIN, Engine, Generation
 from nexus_agent.registry import Tool
 from nexus_agent.signature import SignatureOptions, signature, words
@@ -219,6 +220,13 @@ def grammar_for(tool: Tool) -> str:
     return _grammar_for(json.dumps(tool.input_schema))
 
 
+def constraint_for(tool: Tool) -> JsonConstraint:
+    """``tool``'s arguments as a backend constrains them: the grammar, and the schema it was compiled from (None
+    where the grammar fell back to any JSON object, so a server's structured output falls back alike)."""
+    gbnf = grammar_for(tool)
+    return JsonConstraint(gbnf, None if gbnf == _ANY_OBJECT else grammar_schema(tool.input_schema))
+
+
 def _grounded(
     value: Any, prop: Mapping[str, Any], name: str, text: str, text_words: set[str], today: dt.date | None = None
 ) -> bool:
@@ -400,17 +408,17 @@ def arg_prompt(
 
 
 class ArgumentWriter:
-    """Writes arguments in the engine's main context (the signature prompt, never the full schema)."""
+    """Writes arguments in the conversation's lane (the signature prompt, never the full schema), on the local
+    engine or a remote server (``backend``; an :class:`Engine` is taken as the local backend)."""
 
-    def __init__(self, engine: Engine, max_tokens: int = 256, lane: int = MAIN) -> None:
-        self.engine = engine
+    def __init__(self, backend: Backend | Engine, max_tokens: int = 256, lane: int = MAIN) -> None:
+        self.backend: Backend = LocalBackend(backend) if isinstance(backend, Engine) else backend
         self.max_tokens = max_tokens
         self.lane = lane  # the conversation's lane: its cached history serves the argument prompt
 
-    def _attempt(self, msgs: list[dict[str, str]], grammar: str) -> Generation:
-        prompt = self.engine.tokenize_chat(msgs)
+    def _attempt(self, msgs: list[dict[str, str]], constraint: JsonConstraint) -> Generation:
         # keep=False: the JSON is not part of the conversation; the agent records the call itself.
-        return self.engine.generate(prompt, seq=self.lane, grammar=grammar, max_tokens=self.max_tokens, keep=False)
+        return self.backend.chat(msgs, lane=self.lane, json=constraint, max_tokens=self.max_tokens, keep=False)
 
     def write(
         self, tool: Tool, request: str, history: list[dict[str, str]] | None = None, today: dt.date | None = None
@@ -419,8 +427,8 @@ class ArgumentWriter:
         history = history or []
         today = today or dt.date.today()
         view, msgs = arg_prompt(tool, request, history, today)
-        grammar = grammar_for(view)
-        with self.engine.turn():
+        grammar = constraint_for(view)
+        with self.backend.turn():
             gen = self._attempt(msgs, grammar)
             first = gen
             args, err, json_ok = self._check(tool, gen.text)
@@ -458,8 +466,19 @@ class ArgumentWriter:
     @staticmethod
     def _check(tool: Tool, text: str) -> tuple[dict[str, Any] | None, str | None, bool]:
         try:
-            args = json.loads(text)
+            args = json.loads(_json_part(text))
         except json.JSONDecodeError as e:
             return None, f"not valid JSON ({e.msg} at char {e.pos})", False
         err = validate(tool, args)
         return (args if err is None else None), err, True
+
+
+def _json_part(text: str) -> str:
+    """The JSON object in a reply: the text itself, or, from a server that enforced no format, the span from the
+    first ``{`` to the last ``}`` (past a code fence or a sentence around it). A grammar-constrained reply is the
+    object already."""
+    s = text.strip()
+    if s.startswith("{"):
+        return s
+    i, j = s.find("{"), s.rfind("}")
+    return s[i : j + 1] if 0 <= i < j else s

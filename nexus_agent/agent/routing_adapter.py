@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from nexus_agent import defaults
 from nexus_agent.agent.turn import RouteOutcome
+from nexus_agent.backend import RemoteBackend
 from nexus_agent.engine import Engine
 from nexus_agent.registry import Tool
 from nexus_agent.routing import router
@@ -34,15 +35,21 @@ def shared_embedder(name: str) -> Any:
 
 
 class AgentRouter:
-    """Adapts ``nexus_agent.routing.Router`` to the turn pipeline (``route_turn``) and to MCP list diffs."""
+    """Adapts ``nexus_agent.routing.Router`` to the turn pipeline (``route_turn``) and to MCP list diffs.
+
+    The router keeps per-query state, so routing and tool-list updates take its lock. On the local engine that lock
+    sits inside the engine's turn lock and costs nothing; on a remote engine it is the only thing concurrent turns
+    of different conversations queue on (their arguments and answers run at once)."""
 
     def __init__(self, router: Router) -> None:
         self.router = router
+        self.lock = threading.RLock()
 
     def route_turn(
         self, query: str, window: list[dict[str, str]], previous: PreviousTurn | None = None
     ) -> RouteOutcome:
-        res = self.router.route(query, window, previous=previous)
+        with self.lock:
+            res = self.router.route(query, window, previous=previous)
         return RouteOutcome(
             decision=res.decision,
             tool=res.tool,
@@ -55,12 +62,14 @@ class AgentRouter:
         (``--splice auto``); the next decisions splice them."""
         llm = getattr(self.router.reranker, "llm", None)
         if llm is not None and hasattr(llm, "settle"):
-            llm.settle()
+            with self.lock:
+                llm.settle()
 
     def apply_diff(self, changed: list[Tool], removed: list[str]) -> None:
         """``tools/list_changed``: re-embed only the changed/added tools, drop the removed ones."""
-        self.router.remove_tools(removed)
-        self.router.replace_tools(changed)
+        with self.lock:
+            self.router.remove_tools(removed)
+            self.router.replace_tools(changed)
 
 
 def build_router(
@@ -70,10 +79,15 @@ def build_router(
     reranker: str | None = defaults.RERANKER,
     splice: Literal["auto", "on", "off"] = "auto",
     relevance: Literal["llm", "exemplars"] = "llm",
+    remote: RemoteBackend | None = None,
 ) -> AgentRouter:
-    """A router over ``tools``; escalations go to ``reranker`` running on ``engine`` (None: retrieval only).
-    ``splice``: compiled blocks for the decision's candidate lines; ``relevance``: whether the relevance judge is
-    asked (routing/judge.py)."""
-    decision = reranker if reranker and engine is not None else "none"
-    options = RouterOptions(embedder=embedder, reranker=decision, splice=splice, relevance=relevance)
-    return AgentRouter(router.build_router(list(tools), options, engine, embedder=shared_embedder(embedder)))
+    """A router over ``tools``; escalations go to ``reranker`` running on ``engine``, or on the ``remote`` server
+    (neither: retrieval only). ``splice``: compiled blocks for the decision's candidate lines (local only);
+    ``relevance``: whether the relevance judge is asked (routing/judge.py)."""
+    decision = reranker if reranker and (engine is not None or remote is not None) else "none"
+    options = RouterOptions(
+        embedder=embedder, reranker=decision, splice=splice if remote is None else "off", relevance=relevance
+    )
+    return AgentRouter(
+        router.build_router(list(tools), options, engine, embedder=shared_embedder(embedder), remote=remote)
+    )

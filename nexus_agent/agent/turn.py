@@ -53,7 +53,8 @@ from nexus_agent.agent.prompts import (
     TOOL_EMPTY,
     TOOL_ERROR,
 )
-from nexus_agent.engine import CHAT, MAIN, Engine
+from nexus_agent.backend import Backend
+from nexus_agent.engine import CHAT, MAIN
 from nexus_agent.registry import Tool
 from nexus_agent.routing.followup import PreviousTurn
 
@@ -102,7 +103,7 @@ def _never() -> bool:
 
 @dataclass
 class TurnDeps:
-    engine: Engine
+    backend: Backend  # the local engine (LocalBackend) or a remote server (RemoteBackend)
     router: TurnRouter
     tools: Callable[[], Mapping[str, Tool]]  # qualified name -> Tool (live view)
     annotations: Callable[[str], Mapping[str, Any] | None]
@@ -149,7 +150,7 @@ def _run_turn(
     turn: Turn,
     partial: list[str],
 ) -> None:
-    eng = deps.engine
+    eng = deps.backend
     with eng.turn():
         window = convo.window(deps.window_turns)
         history = convo.trace() if deps.full_trace else window
@@ -195,8 +196,7 @@ def _run_turn(
             emit(TokenEvent(text=text))
 
         try:
-            prompt = eng.tokenize_chat(messages)
-            gen = eng.generate(prompt, seq=seq, max_tokens=384, repeat_penalty=1.1, on_token=on_token)
+            gen = eng.chat(messages, lane=seq, max_tokens=384, repeat_penalty=1.1, on_token=on_token)
         except Exception as e:
             emit(ErrorEvent(stage="answer", message=f"answer generation failed: {e}"))
             return
@@ -225,13 +225,16 @@ def _use_tool(
     """Write arguments for ``route.tool``, hold or run it, and build the answer prompt: (messages, sequence), or
     None when the turn stops here (an error was emitted), or ``_WITHOUT_TOOL``."""
     assert route.tool is not None
-    eng = deps.engine
     tool = deps.tools().get(route.tool)
     if tool is None:
         emit(ErrorEvent(stage="route", message=f"routed to {route.tool}, which is no longer offered"))
         return None
     check()
-    result = ArgumentWriter(eng, lane=deps.lane).write(tool, request, window)
+    try:
+        result = ArgumentWriter(deps.backend, lane=deps.lane).write(tool, request, window)
+    except Exception as e:  # the engine failed (a remote server down, a full context): the turn ends here
+        emit(ErrorEvent(stage="arguments", message=f"argument writing for {tool.name} failed: {e}"))
+        return None
     if result.arguments is None:
         emit(
             ErrorEvent(

@@ -8,7 +8,14 @@ import typer
 from rich.console import Console
 
 from nexus_agent import defaults
-from nexus_agent.cli.cmd_route import RELEVANCE_DEFAULT, SPLICE_DEFAULT, RelevanceOpt, SpliceOpt
+from nexus_agent.cli.cmd_route import (
+    RELEVANCE_DEFAULT,
+    SPLICE_DEFAULT,
+    EngineOpt,
+    RelevanceOpt,
+    SpliceOpt,
+    remote_backend,
+)
 
 _err = Console(stderr=True)
 
@@ -18,7 +25,9 @@ def eval_args(
     registry: Path = typer.Option(..., "--registry", help="registry folder or folder of MCP Tool JSON"),  # noqa: B008
     profile: str | None = typer.Option(None, "--profile", help="profile name in profiles.json"),
     json_out: Path | None = typer.Option(None, "--json", help="write the report here"),  # noqa: B008
-    model: str | None = typer.Option(None, "--model", help="short name or GGUF path"),
+    model: str | None = typer.Option(
+        None, "--model", help="short name or GGUF path; with --engine, the served model's name (default: its first)"
+    ),
     embedder: str = typer.Option(defaults.EMBEDDER, "--embedder", help="minilm-tools, minilm, nomic or st"),
     limit: int | None = typer.Option(None, "--limit", help="first N items only"),
     split: str | None = typer.Option(None, "--split", help="only the items of this split (dialogues: tune, check)"),
@@ -28,9 +37,11 @@ def eval_args(
     n_ctx: int = typer.Option(8192, "--n-ctx"),
     splice: SpliceOpt = SPLICE_DEFAULT,
     relevance: RelevanceOpt = RELEVANCE_DEFAULT,
+    engine: EngineOpt = None,
 ) -> None:
     """Route and write arguments for every item; check them BFCL-style."""
     from nexus_agent.agent.routing_adapter import build_router
+    from nexus_agent.backend import Backend, LocalBackend, RemoteError
     from nexus_agent.engine import Engine, EngineConfig
     from nexus_agent.evaluation.args import load_items, run_eval, to_json
     from nexus_agent.evaluation.files import write_json
@@ -55,15 +66,27 @@ def eval_args(
             raise typer.Exit(2)
     if limit:
         items = items[:limit]
-    engine = Engine(EngineConfig(model=model or defaults.CHAT_MODEL, n_ctx=n_ctx))
+    remote = remote_backend(engine, model)
+    local: Engine | None = None
+    backend: Backend
+    if remote is None:
+        local = Engine(EngineConfig(model=model or defaults.CHAT_MODEL, n_ctx=n_ctx))
+        backend = LocalBackend(local)
+    else:
+        backend = remote
     try:
-        router = build_router(tools, engine, embedder, splice=splice.value, relevance=relevance.value)
-        summary, results = run_eval(items, tools, router, engine)
+        router = build_router(tools, local, embedder, splice=splice.value, relevance=relevance.value, remote=remote)
+        summary, results = run_eval(items, tools, router, backend)
+    except RemoteError as e:
+        _err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(1) from e
     finally:
-        engine.close()
-    summary["model"] = model or defaults.CHAT_MODEL
-    summary["splice"] = splice.value
+        if local is not None:
+            local.close()
+    summary["model"] = (remote.capabilities().model if remote else None) or model or defaults.CHAT_MODEL
+    summary["splice"] = splice.value if remote is None else "off"
     summary["relevance"] = relevance.value
+    summary["engine"] = engine or "in-process"
     lo, hi = summary["end_to_end_accuracy_ci95"]
     print(
         f"eval-args n={summary['n']} routing={summary['routing_accuracy']:.3f} "

@@ -94,6 +94,27 @@ def verify(names: list[str] = typer.Argument(None, help="default: every assemble
         raise typer.Exit(1)
 
 
+def path(
+    name: str = typer.Argument(..., help="a model's short name, e.g. qwen0.5b"),
+    fetch: bool = typer.Option(True, "--fetch/--no-fetch", help="assemble it first when missing"),
+) -> None:
+    """Print the path of a model's assembled file (so scripts can start a server on it: llama_cpp.server, vLLM)."""
+    if name not in models.CATALOG:
+        _err.print(f"[red]error:[/red] unknown model {name!r}; known: {', '.join(models.CATALOG)}")
+        raise typer.Exit(2)
+    spec = models.CATALOG[name]
+    if not models.is_present(spec):
+        if not fetch:
+            _err.print(f"[red]error:[/red] {name} is not assembled: run `nexus-agent models fetch {name}`")
+            raise typer.Exit(1)
+        try:
+            models.fetch_model(name)
+        except models.ModelError as e:
+            _err.print(f"[red]error:[/red] {name}: {e}")
+            raise typer.Exit(1) from e
+    typer.echo(str(models.model_path(spec)))
+
+
 def rebuild(
     name: str = typer.Argument(..., help="a model the project builds and ships: minilm-tools"),
     out: Path | None = typer.Option(None, "--out", help="write the artifact here, not in the package"),  # noqa: B008
@@ -120,5 +141,6 @@ def register(app: typer.Typer) -> None:
     sub.command("list")(list_models)
     sub.command("fetch")(fetch)
     sub.command("verify")(verify)
+    sub.command("path")(path)
     sub.command("rebuild")(rebuild)
     app.add_typer(sub, name="models")

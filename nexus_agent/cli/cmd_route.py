@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum, StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -12,6 +14,7 @@ import typer
 from nexus_agent.routing.options import RouterOptions
 
 if TYPE_CHECKING:
+    from nexus_agent.backend import RemoteBackend
     from nexus_agent.registry import Registry, Tool
     from nexus_agent.routing.router import Router
 
@@ -64,19 +67,70 @@ RelevanceOpt = Annotated[
 ]
 
 
-def _router(registry: Path, profile: str | None, options: RouterOptions) -> tuple[Registry, list[Tool], Router]:
+EngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        metavar="URL",
+        help="an OpenAI-compatible server's base URL: the LLM decision and the relevance judge ask it (retrieval "
+        "stays local); key from NEXUS_API_KEY or OPENAI_API_KEY",
+    ),
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option("--model", help="the decision's LLM: short name or GGUF path; with --engine, the served model's name"),
+]
+
+
+def remote_backend(engine: str | None, model: str | None) -> RemoteBackend | None:
+    """The server ``--engine`` names (None without it); a bad URL is a usage error naming the flag."""
+    if engine is None:
+        return None
+    from pydantic import ValidationError
+
+    from nexus_agent.backend import RemoteBackend, RemoteConfig
+
+    try:
+        return RemoteBackend(RemoteConfig(url=engine, model=model))
+    except ValidationError as e:
+        raise typer.BadParameter(str(e.errors()[0]["msg"]), param_hint="--engine") from e
+
+
+def _router(
+    registry: Path, profile: str | None, options: RouterOptions, remote: RemoteBackend | None = None
+) -> tuple[Registry, list[Tool], Router]:
     """(registry, the profile's tools, a router over them) for both commands."""
     from nexus_agent.registry import load_registry
     from nexus_agent.routing.router import build_router
 
     reg = load_registry(registry)
     tools = reg.profile(profile)
-    return reg, tools, build_router(tools, options)
+    try:
+        return reg, tools, build_router(tools, options, remote=remote)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--reranker") from e
+
+
+@contextmanager
+def _remote_errors() -> Iterator[None]:
+    """A failed request to ``--engine`` ends the command with its message and exit code 1, not a traceback."""
+    from nexus_agent.backend import RemoteError
+
+    try:
+        yield
+    except RemoteError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from e
 
 
 def _options(params: dict[str, object]) -> RouterOptions:
-    """The router options among a command's parameters (``locals()``): both commands declare the same option set."""
+    """The router options among a command's parameters (``locals()``): both commands declare the same option set.
+    ``--model`` names the decision's LLM in-process (``--reranker-model`` too); with ``--engine`` the served model."""
     own = {k: (v.value if isinstance(v, Enum) else v) for k, v in params.items() if k in RouterOptions.model_fields}
+    if params.get("model") and not params.get("engine"):
+        own["reranker_model"] = own.get("reranker_model") or params["model"]
+    if params.get("engine"):
+        own["splice"] = "off"  # compiled blocks splice into a local KV cache
     return RouterOptions.model_validate(own)
 
 
@@ -99,11 +153,14 @@ def register(app: typer.Typer) -> None:
         threads: ThreadsOpt = _D.threads,
         splice: SpliceOpt = SPLICE_DEFAULT,
         relevance: RelevanceOpt = RELEVANCE_DEFAULT,
+        engine: EngineOpt = None,
+        model: ModelOpt = None,
     ) -> None:
         """Rank the tools for QUERY and show the gate's decision (auto, escalated or no-tool)."""
-        _, _, router = _router(registry, profile, _options(locals()))
+        _, _, router = _router(registry, profile, _options(locals()), remote_backend(engine, model))
         calib = router.calibrate()
-        res = router.route(query)
+        with _remote_errors():
+            res = router.route(query)
         if as_json:
             out = res.to_json()
             out["candidates"] = out["candidates"][:top]
@@ -141,18 +198,21 @@ def register(app: typer.Typer) -> None:
         splice: SpliceOpt = SPLICE_DEFAULT,
         relevance: RelevanceOpt = RELEVANCE_DEFAULT,
         split: Annotated[str | None, typer.Option("--split", help="only this split's lines: tune or check")] = None,
+        engine: EngineOpt = None,
+        model: ModelOpt = None,
     ) -> None:
         """Evaluate routing on an eval set; prints a one-line summary and writes the JSON summary."""
         from nexus_agent.evaluation.files import write_json
         from nexus_agent.evaluation.routing import evaluate, load_eval, summary_line
 
-        reg, tools, router = _router(registry, profile, _options(locals()))
+        reg, tools, router = _router(registry, profile, _options(locals()), remote_backend(engine, model))
         try:
             items = load_eval(eval_file, reg, split)[:limit]
         except ValueError as e:
             raise typer.BadParameter(str(e), param_hint="--split") from e
         calib = router.calibrate()
-        summary, _ = evaluate(router, items, [t.qualified_name for t in tools], n_tools, seed)
+        with _remote_errors():
+            summary, _ = evaluate(router, items, [t.qualified_name for t in tools], n_tools, seed)
         summary.update(
             {
                 "tau": calib["tau"],
@@ -161,9 +221,10 @@ def register(app: typer.Typer) -> None:
                 "reranker": reranker,
                 "profile": profile,
                 "seed": seed,
-                "splice": splice.value,
+                "splice": splice.value if engine is None else "off",
                 "relevance": relevance.value,
                 "split": split,
+                "engine": engine or "in-process",
             }
         )
         write_json(json_out, summary)

@@ -38,6 +38,11 @@ EvictOpt = Annotated[
     Evict, typer.Option("--evict", help="KV eviction policy under --kv-budget: nexus, lore, snapkv, h2o, streaming")
 ]
 
+ENGINE_HELP = (
+    "an OpenAI-compatible server's base URL (vLLM, SGLang, llama-server), e.g. http://127.0.0.1:8000/v1: the routing "
+    "decision, arguments and answers go there, retrieval stays local; key from NEXUS_API_KEY or OPENAI_API_KEY"
+)
+
 _err = Console(stderr=True)
 
 
@@ -243,7 +248,11 @@ def run(
     yes: bool = typer.Option(
         False, "--yes", "-y", help="run tools that may modify data without asking (a question to a declared write asks)"
     ),
-    model: str | None = typer.Option(None, "--model", help="short name or GGUF path"),
+    model: str | None = typer.Option(
+        None, "--model", help="short name or GGUF path; with --engine, the served model's name (default: its first)"
+    ),
+    engine: str | None = typer.Option(None, "--engine", metavar="URL", help=ENGINE_HELP),
+    engine_timeout: float = typer.Option(120.0, "--engine-timeout", help="seconds per request to --engine"),
     embedder: str = typer.Option(DEFAULT_EMBEDDER, "--embedder", help="minilm-tools, minilm, nomic or st"),
     n_ctx: int = typer.Option(8192, "--n-ctx", help="context size in tokens"),
     splice: SpliceOpt = SPLICE_DEFAULT,
@@ -258,7 +267,7 @@ def run(
     evict: EvictOpt = EVICT_DEFAULT,
 ) -> None:
     """Run the agent against MCP servers."""
-    from nexus_agent.agent.api import DEFAULT_MODEL, AgentConfig
+    from nexus_agent.agent.api import AgentConfig
     from nexus_agent.mcp import ConfigError, MCPClientError
     from nexus_agent.models import ModelError
 
@@ -267,7 +276,9 @@ def run(
         raise typer.Exit(2)
     try:
         cfg = AgentConfig(
-            model=model or DEFAULT_MODEL,
+            model=model,
+            engine=engine,
+            engine_timeout_s=engine_timeout,
             mcp=mcp,
             config_file=config,
             yes=yes,

@@ -21,6 +21,7 @@ from typing import Any
 
 from nexus_agent.agent.args import ArgumentWriter
 from nexus_agent.agent.turn import TurnRouter
+from nexus_agent.backend import Backend
 from nexus_agent.engine import Engine
 from nexus_agent.evaluation.dialogues import DialogueTurn, conversation_of
 from nexus_agent.evaluation.files import read_jsonl
@@ -118,8 +119,13 @@ def replay(item: Mapping[str, Any], window_turns: int = 4) -> tuple[list[dict[st
 
 
 def run_eval(
-    items: list[dict[str, Any]], profile_tools: list[Tool], router: TurnRouter, engine: Engine, window_turns: int = 4
+    items: list[dict[str, Any]],
+    profile_tools: list[Tool],
+    router: TurnRouter,
+    engine: Engine | Backend,
+    window_turns: int = 4,
 ) -> tuple[dict[str, Any], list[ItemResult]]:
+    """Route and write arguments for every item, on the local ``engine`` or any backend (a remote server)."""
     tools = {t.qualified_name: t for t in profile_tools}
     writer = ArgumentWriter(engine)
     results: list[ItemResult] = []

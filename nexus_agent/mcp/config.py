@@ -12,6 +12,12 @@ do; an optional ``type`` (``stdio``, ``http``, ``streamable-http``, ``streamable
 Keys other clients add for their own UI (``autoApprove``, ``alwaysAllow``, ...) are ignored;
 ``"disabled": true`` (Cline) drops the server.
 
+The file may also name the generation engine, an OpenAI-compatible server (``nexus-agent run --engine``; the API key
+comes from ``NEXUS_API_KEY`` or ``OPENAI_API_KEY``, never from the file)::
+
+    {"engine": {"url": "http://gpu-box:8000/v1", "model": "Qwen/Qwen2.5-14B-Instruct", "timeout": 120},
+     "mcpServers": {...}}
+
 Every error is a :class:`~nexus_agent.mcp.errors.ConfigError` naming the file, the dotted key and the problem,
 e.g. ``config.json: mcpServers.github.command: expected a string, got 3``.
 """
@@ -75,13 +81,31 @@ class HttpServerConfig(BaseModel):
 ServerConfig = StdioServerConfig | HttpServerConfig
 
 
+class EngineEntry(BaseModel):
+    """The config's ``engine``: an OpenAI-compatible base URL, the served model's name, a timeout in seconds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    url: str = Field(min_length=1)
+    model: str | None = None
+    timeout: float = Field(default=120.0, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, v: str) -> str:
+        if not v.startswith(("http://", "https://")):
+            raise ValueError(f"must be an http:// or https:// URL, got {_show(v)}")
+        return v
+
+
 class MCPConfig(BaseModel):
-    """A parsed config: enabled servers by name, in file order."""
+    """A parsed config: enabled servers by name, in file order, and the engine the file names (None: in-process)."""
 
     model_config = ConfigDict(frozen=True)
 
     servers: dict[str, ServerConfig]
     source: str = "<memory>"
+    engine: EngineEntry | None = None
 
 
 def load_config(path: str | Path) -> MCPConfig:
@@ -123,7 +147,15 @@ def parse_config(data: Any, source: str = "<memory>") -> MCPConfig:
         server = _parse_server(entry, source, key)
         if not server.disabled:
             servers[name] = server
-    return MCPConfig(servers=servers, source=source)
+    engine = None
+    if "engine" in data:
+        try:
+            engine = EngineEntry.model_validate(data["engine"])
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in ("engine", *err["loc"]))
+            raise ConfigError(source, where, _problem(err)) from None
+    return MCPConfig(servers=servers, source=source, engine=engine)
 
 
 def _parse_server(entry: Any, source: str, key: str) -> ServerConfig:

@@ -19,9 +19,11 @@ import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
+from nexus_agent.backend import RemoteBackend
 from nexus_agent.registry import Tool
 from nexus_agent.routing.rerank.llm import DecisionLLM
 
@@ -94,6 +96,12 @@ def _servers_line(tools: Iterable[Tool], per_server: int = 8) -> str:
     return "\n".join(lines)
 
 
+class Judge(Protocol):
+    """What the router asks: :class:`RelevanceJudge` (local logits) or :class:`RemoteRelevanceJudge`."""
+
+    def judge(self, query: str, tools: Iterable[Tool]) -> Judgement: ...
+
+
 @dataclass
 class Judgement:
     """The judge's answer: ``log_odds`` of "needs a tool" over "general" (nats) and the call's wall time (ms)."""
@@ -147,3 +155,30 @@ class RelevanceJudge:
         yes = float(np.logaddexp.reduce(logits[self._yes]))
         no = float(np.logaddexp.reduce(logits[self._no]))
         return Judgement(yes - no, (time.perf_counter() - t0) * 1e3)
+
+
+# Without logprobs, the letter the model writes stands for this many nats either way: beyond the threshold, so the
+# letter decides, and no stronger than a clear logit answer.
+LETTER_ODDS = 5.0
+
+
+class RemoteRelevanceJudge:
+    """The judge's question to a remote server (``nexus_agent.backend.RemoteBackend``): the same messages; the log-odds
+    from the first token's top log-probabilities (a letter outside them counts at the lowest one returned, its upper
+    bound), or, on a server without logprobs, the letter it writes, as ±``LETTER_ODDS``."""
+
+    def __init__(self, backend: RemoteBackend) -> None:
+        self.backend = backend
+
+    def judge(self, query: str, tools: Iterable[Tool]) -> Judgement:
+        t0 = time.perf_counter()
+        msgs = RelevanceJudge.messages(query, _servers_line(tools))
+        top = self.backend.first_token_logprobs(msgs)
+        if top:
+            floor = min(top.values())
+            yes = [v for t, v in top.items() if t.strip() == LOOKUP] or [floor]
+            no = [v for t, v in top.items() if t.strip() == GENERAL] or [floor]
+            odds = float(np.logaddexp.reduce(yes) - np.logaddexp.reduce(no))
+        else:
+            odds = LETTER_ODDS if self.backend.choose(msgs, [GENERAL, LOOKUP]) == LOOKUP else -LETTER_ODDS
+        return Judgement(odds, (time.perf_counter() - t0) * 1e3)

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nexus_agent import defaults
+from nexus_agent.backend import RemoteBackend
 from nexus_agent.engine import RELEVANCE, SIDECAR, Engine
 from nexus_agent.engine.blocks import SpliceConfig
 from nexus_agent.registry import Tool
@@ -40,13 +41,14 @@ from nexus_agent.routing.followup import (
 )
 from nexus_agent.routing.gate import Gate
 from nexus_agent.routing.index import F32, EmbeddingCache, ToolIndex
-from nexus_agent.routing.judge import Judgement, RelevanceJudge, names_concrete_object
+from nexus_agent.routing.judge import Judge, Judgement, RelevanceJudge, RemoteRelevanceJudge, names_concrete_object
 from nexus_agent.routing.options import RouterConfig, RouterOptions
 from nexus_agent.routing.query import for_retrieval, is_question, refers_back
 from nexus_agent.routing.relevance import looks_like_no_tool
 from nexus_agent.routing.rerank import create_reranker, reranker_class
 from nexus_agent.routing.rerank.base import Reranker
 from nexus_agent.routing.rerank.llm import standalone_llm
+from nexus_agent.routing.rerank.remote_choice import RemoteChoiceReranker
 from nexus_agent.routing.rerank.session import PrefixCachedLLM
 from nexus_agent.routing.slb import SLB
 
@@ -108,7 +110,7 @@ class Router:
         reranker: Reranker | None = None,
         synthetic: dict[str, list[str]] | None = None,
         rewriter: Rewriter | None = None,
-        judge: RelevanceJudge | None = None,
+        judge: Judge | None = None,
     ) -> None:
         cfg = cfg or RouterConfig()
         self.reranker = reranker
@@ -436,14 +438,21 @@ class Router:
 # --- the factory -----------------------------------------------------------------------------------------------
 
 
-def create_decision(options: RouterOptions, engine: Engine | None = None) -> Reranker | None:
-    """The reranker ``options`` name (None for ``"none"``). An LLM decision runs on ``engine``'s sidecar sequence
-    when one is given (one model serves routing, arguments and answers), else on its own small engine."""
+def create_decision(
+    options: RouterOptions, engine: Engine | None = None, remote: RemoteBackend | None = None
+) -> Reranker | None:
+    """The reranker ``options`` name (None for ``"none"``). An LLM decision runs on ``remote`` when one is given (a
+    server; only ``llm-choice`` can, as it needs no logits), else on ``engine``'s sidecar sequence when one is given
+    (one model serves routing, arguments and answers), else on its own small engine."""
     name = options.reranker
     if name == "none":
         return None
     if not reranker_class(name).uses_llm:
         return create_reranker(name, model=options.reranker_model)
+    if remote is not None:
+        if name != "llm-choice":
+            raise ValueError(f"reranker {name!r} reads the model's logits; on a remote engine use llm-choice")
+        return RemoteChoiceReranker(remote)
     splice = SpliceConfig(mode=options.splice)
     if engine is not None:
         return create_reranker(name, llm=PrefixCachedLLM(engine=engine, seq=SIDECAR, splice=splice))
@@ -451,9 +460,12 @@ def create_decision(options: RouterOptions, engine: Engine | None = None) -> Rer
     return create_reranker(name, llm=standalone_llm(model, options.threads, splice))
 
 
-def create_judge(reranker: Reranker | None) -> RelevanceJudge | None:
+def create_judge(reranker: Reranker | None) -> Judge | None:
     """The relevance judge over an LLM decision's engine, in its own sequence (``RELEVANCE``), so its pinned
-    instructions and the decision's pinned head do not evict each other; None when there is no LLM decision."""
+    instructions and the decision's pinned head do not evict each other (or on its server, for a remote decision);
+    None when there is no LLM decision."""
+    if isinstance(reranker, RemoteChoiceReranker):
+        return RemoteRelevanceJudge(reranker.backend)
     llm = getattr(reranker, "llm", None)
     if not isinstance(llm, PrefixCachedLLM):
         return None
@@ -472,6 +484,7 @@ def build_router(
     embedder: Embedder | None = None,
     reranker: Reranker | None = None,
     tuning: RouterConfig | None = None,
+    remote: RemoteBackend | None = None,
 ) -> Router:
     """A router over ``tools`` as ``options`` say (default ``RouterOptions()``); the decision as in
     :func:`create_decision`.
@@ -479,14 +492,15 @@ def build_router(
     ``embedder`` / ``reranker``: already loaded backends for ``options.embedder`` / ``options.reranker``, shared
     by several routers (the agent keeps one embedder per process; a benchmark one LLM for all its routers);
     ``reranker`` is not used when ``options.reranker`` is ``"none"``. ``tuning``: the pipeline knobs options do not
-    cover (benchmarks' ablations); options' own knobs are set on it (:meth:`RouterOptions.config`).
+    cover (benchmarks' ablations); options' own knobs are set on it (:meth:`RouterOptions.config`). ``remote``: the
+    decision and the relevance judge ask that server instead (``--engine``); retrieval stays here.
     """
     options = options or RouterOptions()
     emb = embedder or create_embedder(options.embedder, options.embedder_model)
     if options.reranker == "none":
         reranker = None
     elif reranker is None:
-        reranker = create_decision(options, engine)
+        reranker = create_decision(options, engine, remote)
     cfg = options.config(tuning)
     judge = create_judge(reranker) if cfg.judge else None
     return Router(tools, emb, cfg, reranker, judge=judge)

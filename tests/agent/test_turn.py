@@ -24,6 +24,7 @@ from nexus_agent.agent.turn import (
     needs_confirmation,
     run_turn,
 )
+from nexus_agent.backend import LocalBackend
 from nexus_agent.engine import CHAT, Engine, EngineConfig
 from nexus_agent.registry import Registry, Tool, load_registry
 from nexus_agent.routing.followup import PreviousTurn
@@ -77,7 +78,7 @@ def _deps(
 
     annotations = {"github__get_me": {"readOnlyHint": True}}
     return TurnDeps(
-        engine=engine,
+        backend=LocalBackend(engine),
         router=router,
         tools=lambda: tools,
         annotations=annotations.get,

@@ -1,0 +1,55 @@
+"""The generation backend interface: what a turn needs of whatever generates its text.
+
+A turn asks for two things: a reply to a chat (the answer, streamed), and a JSON reply of a given shape (a tool's
+arguments). Lanes name the conversation a call belongs to; the local engine keeps each lane's KV warm, a remote
+server ignores them (its own prefix cache finds the shared prefix).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from nexus_agent.engine import Generation
+
+TokenCallback = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class JsonConstraint:
+    """The shape a reply must have, in the two forms backends take: ``gbnf``, the llama.cpp grammar compiled from the
+    schema (the local sampler applies it; so can a llama.cpp server), and ``schema``, the JSON Schema it was compiled
+    from, for a server's structured output (None: any JSON object)."""
+
+    gbnf: str
+    schema: Mapping[str, Any] | None
+
+
+class Backend(Protocol):
+    """Generates chat replies. ``local``: it owns a local KV cache (compiled-block splicing, the radix arena and
+    eviction work on it); ``label`` says which backend in notices and errors."""
+
+    local: bool
+    label: str
+
+    def turn(self) -> AbstractContextManager[object]:
+        """Held for a whole turn. The local engine serialises turns on it; a remote server needs no lock."""
+        ...
+
+    def chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        lane: int,
+        max_tokens: int,
+        json: JsonConstraint | None = None,
+        repeat_penalty: float = 1.0,
+        on_token: TokenCallback | None = None,
+        keep: bool = True,
+    ) -> Generation:
+        """Greedy reply to ``messages`` (chat-templated with the assistant prompt). ``json``: the reply is JSON of
+        that shape, as far as the backend can enforce it (callers validate). ``keep=False``: the reply is not part of
+        the conversation (the local lane rolls back to the prompt). Remote failures raise ``RemoteError``."""
+        ...
