@@ -3,8 +3,8 @@
 **Server.** llama-cpp-python's OpenAI-compatible server (``python -m llama_cpp.server``) on the same GGUF, started
 by this script with its prompt cache on (``--cache True``, so a prefix seen in any earlier request is restored, not
 only the previous request's) and ``--verbose True``: its log gives, per request, how much of the prompt it reused
-(``N prefix-match hit, remaining M``). It runs through ``bench/llama_server_timed.py``, which also logs how long the server held each
-request (its own compute: template, grammar, prompt cache, llama.cpp, the response).
+(``N prefix-match hit, remaining M``). It runs through ``bench/llama_server_timed.py``, which also logs how long
+the server held each request (its own compute: template, grammar, prompt cache, llama.cpp, the response).
 
 **Accuracy.** ``eval-routing`` (the full pipeline, LLM decision and relevance judge) and ``eval-args`` (routing plus
 arguments) on both dev sets at their own profiles (``github_dev`` at ``github_all``, ``mixed_dev`` at

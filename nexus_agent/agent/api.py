@@ -38,7 +38,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from nexus_agent import defaults
 from nexus_agent.agent.events import ErrorEvent, Event
@@ -93,10 +93,15 @@ class AgentConfig(BaseModel):
     kv_budget: int | None = Field(default=None, ge=KVBudget.min_tokens())
     evict: Literal["nexus", "lore", "snapkv", "h2o", "streaming", "none"] = "nexus"
 
+    @field_validator("engine")
+    @classmethod
+    def _engine_url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise ValueError(f"must be an http:// or https:// base URL, got {v!r}")
+        return v
+
     @model_validator(mode="after")
     def _budget_fits(self) -> AgentConfig:
-        if self.engine is not None and not self.engine.startswith(("http://", "https://")):
-            raise ValueError(f"engine must be an http:// or https:// base URL, got {self.engine!r}")
         if self.kv_budget is not None and self.evict == "none":
             raise ValueError("kv_budget needs an eviction policy: evict 'none' keeps every token (drop the budget)")
         if self.kv_budget is not None and self.kv_budget > self.n_ctx // 2:

@@ -290,7 +290,9 @@ def run(
             evict=evict.value,
         )
     except ValidationError as e:
-        _err.print(f"[red]error:[/red] bad option: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}")
+        err = e.errors()[0]
+        where = f"{err['loc'][0]}: " if err["loc"] else ""
+        _err.print(f"[red]error:[/red] bad option: {where}{err['msg']}")
         raise typer.Exit(2) from e
     try:
         code = asyncio.run(_main(cfg, prompt, as_json))
