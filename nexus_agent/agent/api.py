@@ -21,7 +21,7 @@ async with NexusAgent.from_config(AgentConfig(mcp=["github"])) as agent:
 
 With ``AgentConfig(engine="http://gpu-box:8000/v1", model=...)`` generation goes to an OpenAI-compatible server
 (vLLM, SGLang, llama-server) instead: retrieval stays local, the routing decision, the arguments and the answers go
-to the server, and turns of different chats run concurrently (only routing queues, on the router's lock).
+to the server, and turns of different chats run concurrently (only retrieval queues, on the router's lock).
 
 ``SyncNexusAgent`` wraps the same object for synchronous code; it is safe to call from several threads
 (each call gets its own events; ``open_chat`` gives a :class:`SyncChat`).

@@ -37,19 +37,17 @@ def shared_embedder(name: str) -> Any:
 class AgentRouter:
     """Adapts ``nexus_agent.routing.Router`` to the turn pipeline (``route_turn``) and to MCP list diffs.
 
-    The router keeps per-query state, so routing and tool-list updates take its lock. On the local engine that lock
-    sits inside the engine's turn lock and costs nothing; on a remote engine it is the only thing concurrent turns
-    of different conversations queue on (their arguments and answers run at once)."""
+    The router is thread-safe: retrieval and tool-list changes take its lock, the judge and the decision run outside
+    it. On the local engine every turn holds the engine's lock anyway; on a remote engine concurrent turns of
+    different conversations queue only for retrieval (tens of ms)."""
 
     def __init__(self, router: Router) -> None:
         self.router = router
-        self.lock = threading.RLock()
 
     def route_turn(
         self, query: str, window: list[dict[str, str]], previous: PreviousTurn | None = None
     ) -> RouteOutcome:
-        with self.lock:
-            res = self.router.route(query, window, previous=previous)
+        res = self.router.route(query, window, previous=previous)
         return RouteOutcome(
             decision=res.decision,
             tool=res.tool,
@@ -62,12 +60,11 @@ class AgentRouter:
         (``--splice auto``); the next decisions splice them."""
         llm = getattr(self.router.reranker, "llm", None)
         if llm is not None and hasattr(llm, "settle"):
-            with self.lock:
-                llm.settle()
+            llm.settle()
 
     def apply_diff(self, changed: list[Tool], removed: list[str]) -> None:
         """``tools/list_changed``: re-embed only the changed/added tools, drop the removed ones."""
-        with self.lock:
+        with self.router.lock:  # both changes land between two routings
             self.router.remove_tools(removed)
             self.router.replace_tools(changed)
 

@@ -14,6 +14,7 @@ floors, the exemplar test's vectors) and :class:`Router` (the decision), built b
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -41,7 +42,7 @@ from nexus_agent.routing.followup import (
 )
 from nexus_agent.routing.gate import Gate
 from nexus_agent.routing.index import F32, EmbeddingCache, ToolIndex
-from nexus_agent.routing.judge import Judge, Judgement, RelevanceJudge, RemoteRelevanceJudge, names_concrete_object
+from nexus_agent.routing.judge import Judge, RelevanceJudge, RemoteRelevanceJudge, names_concrete_object
 from nexus_agent.routing.options import RouterConfig, RouterOptions
 from nexus_agent.routing.query import for_retrieval, is_question, refers_back
 from nexus_agent.routing.relevance import looks_like_no_tool
@@ -99,6 +100,23 @@ class RouteResult:
         return asdict(self)
 
 
+@dataclass
+class _Retrieved:
+    """What :meth:`Router.route` decided locally, before the judge and the decision (the tools copied under the lock,
+    so a tool-list change meanwhile cannot tear them)."""
+
+    cands: list[Candidate]
+    pool: list[Candidate]
+    margin: float
+    escalate: bool
+    relevant: bool
+    small_talk: bool
+    ex_sim: float | None
+    following: PreviousTurn | None
+    judge_tools: list[Tool] | None
+    pool_tools: list[Tool]
+
+
 class Router:
     """Route queries over a changing set of tools (see module docstring)."""
 
@@ -113,6 +131,8 @@ class Router:
         judge: Judge | None = None,
     ) -> None:
         cfg = cfg or RouterConfig()
+        # held for retrieval and tool-list changes; route() runs the judge and the decision outside it
+        self.lock = threading.RLock()
         self.reranker = reranker
         self.judge = judge  # asked when cfg.judge (routing/judge.py)
         self.rewriter = rewriter  # used when cfg.followup_rewrite (routing/rewrite.py)
@@ -154,17 +174,21 @@ class Router:
 
     def calibrate(self) -> dict[str, float]:
         """Calibrate τ (and the relevance floor) on registry-derived adversarial queries; cached on disk."""
-        return self.calibration.calibrate()
+        with self.lock:
+            return self.calibration.calibrate()
 
     def add_tools(self, tools: Iterable[Tool]) -> None:
-        self.index.add(tools)
+        with self.lock:
+            self.index.add(tools)
 
     def remove_tools(self, names: Iterable[str]) -> None:
-        self.index.remove(names)
+        with self.lock:
+            self.index.remove(names)
 
     def replace_tools(self, tools: Iterable[Tool]) -> None:
         """Replace tools by qualified name (a changed description/schema re-embeds only those tools)."""
-        self.index.replace(tools)
+        with self.lock:
+            self.index.replace(tools)
 
     # --- scoring -------------------------------------------------------------------------------------------
 
@@ -346,31 +370,19 @@ class Router:
         previous: PreviousTurn | None = None,
     ) -> RouteResult:
         """Rank, gate, and (when escalated) rerank. ``allowed`` restricts routing to a subset of the tools;
-        ``previous``: the last earlier turn that called a tool (see :meth:`follow_up`)."""
-        gate, _ = self.calibration.ensure()  # calibrates on first use and after a tool change
+        ``previous``: the last earlier turn that called a tool (see :meth:`follow_up`).
+
+        Thread-safe: retrieval holds :attr:`lock`; the relevance judge and the decision run outside it, so the
+        routing of concurrent turns overlaps on a remote engine (a local LLM is serialised by its engine)."""
         t0 = time.perf_counter()
-        qvec = self._embed_query(for_retrieval(query, self.cfg.expand))
-        if previous is None and self.cfg.followups and history and leans_on(query):
-            previous = self.previous_of(history, allowed)  # a caller that kept no record of its calls
-        following = previous if self.follow_up(query, history, previous) else None
-        if following is not None and names_own_object(query):
-            # it names its own object and retrieval alone is sure of it: it stands on its own (a cue word such as
-            # "before" or "last" in "show the last 200 lines of /var/log/app.log" is no follow-up)
-            margin, reordered = self._confidence(self.retrieve(query, allowed, qvec=qvec))
-            if gate.decide(margin) and not reordered:
-                following = None
-        cands = self.retrieve(query, allowed, qvec=qvec, previous=following, history=history)
-        margin, reordered = self._confidence(cands)
-        pool = cands[: self.cfg.pool]
-        if not cands:
-            return RouteResult([], "no-tool", None, margin, (time.perf_counter() - t0) * 1e3)
-        if following is not None:
-            pool = self._keep_related(cands[: self.cfg.followup_pool or self.cfg.pool], cands, following)
-        points_back = self.cfg.escalate_back_references and bool(history) and refers_back(query)
-        points_back = points_back or (following is not None and self.cfg.followup_escalate)
-        escalate = self.cfg.always_escalate or (self.cfg.gate and (not gate.decide(margin) or points_back or reordered))
-        relevant, small_talk, ex_sim = self._relevance(qvec, pool, allowed)
-        judged = self._judge(query, allowed) if relevant and following is None else None
+        with self.lock:
+            state = self._retrieve_for(query, history, allowed, previous)
+        if isinstance(state, RouteResult):
+            return state
+        cands, pool, margin, escalate = state.cands, state.pool, state.margin, state.escalate
+        relevant, small_talk, ex_sim, following = state.relevant, state.small_talk, state.ex_sim, state.following
+        judge_tools = state.judge_tools
+        judged = self.judge.judge(query, judge_tools) if self.judge is not None and judge_tools is not None else None
         odds, judge_ms = (judged.log_odds, judged.ms) if judged is not None else (None, None)
 
         def without_decision(decision: Decision, tool: str | None) -> RouteResult:
@@ -400,7 +412,7 @@ class Router:
             return without_decision(decision, cands[0].key if relevant else None)
         hint = following if self.cfg.followup_hint else None
         t_decide = time.perf_counter()
-        res = self.reranker.rerank(query, [self.tools[c.key] for c in pool], history, previous=hint)
+        res = self.reranker.rerank(query, state.pool_tools, history, previous=hint)
         decision_ms = (time.perf_counter() - t_decide) * 1e3
         choice = res.choice
         if choice is None and following is not None and self.cfg.followup_none_fallback:
@@ -410,15 +422,52 @@ class Router:
         ms = (time.perf_counter() - t0) * 1e3
         return RouteResult(pool, decision, choice, margin, ms, res.scores, True, ex_sim, decision_ms, odds, judge_ms)
 
-    def _judge(self, query: str, allowed: set[str] | None) -> Judgement | None:
-        """The relevance judge's answer for a request retrieval would give a tool; None when it is not asked: no
-        judge, switched off, or (``judge_ask="no_object"``) the request names an object of its own."""
+    def _retrieve_for(
+        self,
+        query: str,
+        history: Sequence[dict[str, str]],
+        allowed: set[str] | None,
+        previous: PreviousTurn | None,
+    ) -> RouteResult | _Retrieved:
+        """The local part of :meth:`route` (under :attr:`lock`): a final result when no candidate is left, else
+        what the rest needs."""
+        gate, _ = self.calibration.ensure()  # calibrates on first use and after a tool change
+        t0 = time.perf_counter()
+        qvec = self._embed_query(for_retrieval(query, self.cfg.expand))
+        if previous is None and self.cfg.followups and history and leans_on(query):
+            previous = self.previous_of(history, allowed)  # a caller that kept no record of its calls
+        following = previous if self.follow_up(query, history, previous) else None
+        if following is not None and names_own_object(query):
+            # it names its own object and retrieval alone is sure of it: it stands on its own (a cue word such as
+            # "before" or "last" in "show the last 200 lines of /var/log/app.log" is no follow-up)
+            margin, reordered = self._confidence(self.retrieve(query, allowed, qvec=qvec))
+            if gate.decide(margin) and not reordered:
+                following = None
+        cands = self.retrieve(query, allowed, qvec=qvec, previous=following, history=history)
+        margin, reordered = self._confidence(cands)
+        pool = cands[: self.cfg.pool]
+        if not cands:
+            return RouteResult([], "no-tool", None, margin, (time.perf_counter() - t0) * 1e3)
+        if following is not None:
+            pool = self._keep_related(cands[: self.cfg.followup_pool or self.cfg.pool], cands, following)
+        points_back = self.cfg.escalate_back_references and bool(history) and refers_back(query)
+        points_back = points_back or (following is not None and self.cfg.followup_escalate)
+        escalate = self.cfg.always_escalate or (self.cfg.gate and (not gate.decide(margin) or points_back or reordered))
+        relevant, small_talk, ex_sim = self._relevance(qvec, pool, allowed)
+        judge_tools = self._judge_tools(query, allowed) if relevant and following is None else None
+        pool_tools = [self.tools[c.key] for c in pool]
+        return _Retrieved(
+            cands, pool, margin, escalate, relevant, small_talk, ex_sim, following, judge_tools, pool_tools
+        )
+
+    def _judge_tools(self, query: str, allowed: set[str] | None) -> list[Tool] | None:
+        """The tools the relevance judge is shown for a request retrieval would give a tool; None when it is not
+        asked: no judge, switched off, or (``judge_ask="no_object"``) the request names an object of its own."""
         if self.judge is None or not self.cfg.judge:
             return None
         if self.cfg.judge_ask == "no_object" and names_concrete_object(query):
             return None
-        tools = self.tools.values() if allowed is None else [self.tools[k] for k in allowed if k in self.tools]
-        return self.judge.judge(query, tools)
+        return list(self.tools.values()) if allowed is None else [self.tools[k] for k in allowed if k in self.tools]
 
     def _keep_related(self, pool: list[Candidate], cands: list[Candidate], previous: PreviousTurn) -> list[Candidate]:
         """``pool`` with the previous tool and its closest siblings in it (they replace the pool's tail): the

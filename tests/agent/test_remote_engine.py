@@ -318,21 +318,29 @@ def test_a_cut_off_stream_ends_the_turn(faulty: tuple[str, type[_Faulty]], confi
         agent.close()
 
 
+@pytest.mark.parametrize(
+    ("query", "relevance"),
+    [
+        (REQUEST, "exemplars"),  # routed by retrieval; the argument requests meet at the barrier
+        ("show me my open pull requests", "llm"),  # names no object: the relevance judges' requests meet there
+    ],
+)
 def test_turns_of_two_chats_run_at_once_on_a_remote_engine(
-    faulty: tuple[str, type[_Faulty]], config_file: Path
+    faulty: tuple[str, type[_Faulty]], config_file: Path, query: str, relevance: str
 ) -> None:
-    """Each argument request blocks until the other chat's is in flight too: serialised turns would break the
-    barrier (and get HTTP 500 from its broken wait); concurrent ones both finish."""
+    """Each request of one turn blocks until the other chat's is in flight too: serialised turns (or routing that
+    held a lock over the judge) would break the barrier (its wait times out and the request fails); concurrent ones
+    both finish."""
     url, handler = faulty
     handler.mode = "barrier"
     handler.barrier = threading.Barrier(2)
-    agent = _agent(config_file, engine=url, relevance="exemplars")
+    agent = _agent(config_file, engine=url, relevance=relevance)
     try:
         other = agent.open_chat()
         results: dict[str, list[Any]] = {}
         threads = [
-            threading.Thread(target=lambda: results.__setitem__("a", agent.run(REQUEST))),
-            threading.Thread(target=lambda: results.__setitem__("b", other.run(REQUEST))),
+            threading.Thread(target=lambda: results.__setitem__("a", agent.run(query))),
+            threading.Thread(target=lambda: results.__setitem__("b", other.run(query))),
         ]
         for t in threads:
             t.start()
