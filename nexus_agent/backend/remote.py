@@ -20,6 +20,7 @@ completion or is cut off) raises :class:`RemoteError`, whose message names the s
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
@@ -36,6 +37,7 @@ from nexus_agent.engine import Generation
 
 Structured = Literal["grammar", "json_schema", "json_object", "none"]
 KEY_VARIABLES = ("NEXUS_API_KEY", "OPENAI_API_KEY")
+log = logging.getLogger("nexus_agent.backend")
 
 # The probes' constrained answer: a token soup no model writes when asked to say hello.
 _PROBE_WORD = "zq7"
@@ -325,6 +327,8 @@ class RemoteBackend:
         cached = getattr(details, "cached_tokens", None) if details is not None else None
         rec = RequestUsage(int(getattr(u, "prompt_tokens", 0) or 0), cached, (time.perf_counter() - t0) * 1e3)
         self.usage.append(rec)
+        # the server's prefix cache, where it says (vLLM with --enable-prompt-tokens-details, SGLang, llama-server)
+        log.info("%s: %d prompt tokens, %s cached, %.0f ms", self.label, rec.prompt_tokens, cached, rec.ms)
         return rec
 
     @contextmanager
