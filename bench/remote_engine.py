@@ -1,10 +1,14 @@
 """The remote engine against the in-process one, same model, same machine, in one run (issue 27).
 
 **Server.** llama-cpp-python's OpenAI-compatible server (``python -m llama_cpp.server``) on the same GGUF, started
-by this script with its prompt cache on (``--cache True``, so a prefix seen in any earlier request is restored, not
-only the previous request's) and ``--verbose True``: its log gives, per request, how much of the prompt it reused
-(``N prefix-match hit, remaining M``). It runs through ``bench/llama_server_timed.py``, which also logs how long
-the server held each request (its own compute: template, grammar, prompt cache, llama.cpp, the response).
+by this script with ``--verbose True`` and, unless ``--no-cache``, its prompt cache on (``--cache True``: a prefix
+seen in any earlier request is restored, not only the previous request's). That cache counts a state's KV bytes
+against its 2 GiB but not the logits every state also holds when ``logits_all`` is on (the server's default, which
+logprobs need): about 600 KB per prompt token on Qwen's vocabulary, so a long run grows without bound (the server
+reached 23 GB and was killed here); long runs use ``--no-cache``. Its log gives, per request, how much of the
+prompt it reused (``N prefix-match hit, remaining M``). It runs through ``bench/llama_server_timed.py``, which
+also logs how long the server held each request (its own compute: template, grammar, prompt cache, llama.cpp, the
+response).
 
 **Accuracy.** ``eval-routing`` (the full pipeline, LLM decision and relevance judge) and ``eval-args`` (routing plus
 arguments) on both dev sets at their own profiles (``github_dev`` at ``github_all``, ``mixed_dev`` at
@@ -123,9 +127,13 @@ def accuracy(a: str, set_name: str, limit: int, model: str, server: LlamaServer,
             for x, y in zip(local_res, remote_res, strict=True)
         ]
         differ = [x.id for x, y in zip(local_res, remote_res, strict=True) if x.routed != y.routed]
-        args_differ = sum(
-            1 for x, y in zip(local_res, remote_res, strict=True) if x.routed == y.routed and x.arguments != y.arguments
-        )
+        args_differ_ids = [
+            {"id": x.id, "in_process": x.arguments, "remote": y.arguments}
+            for x, y in zip(local_res, remote_res, strict=True)
+            if x.routed == y.routed and x.arguments != y.arguments
+        ]
+        args_differ = len(args_differ_ids)
+        out["args_differ_items"] = args_differ_ids
     n = len(picks)
     k_local = sum(1 for p in picks if p[2])
     k_remote = sum(1 for p in picks if p[3])
@@ -186,6 +194,12 @@ def main() -> int:
     ap.add_argument("--sets", default="github_dev,mixed_dev")
     ap.add_argument("--quick", action="store_true", help="8 items per arm, 4 turns")
     ap.add_argument("--json", default=None)
+    ap.add_argument(
+        "--carry",
+        default=None,
+        help="JSON lines of accuracy rows an earlier run printed (one per line): listed first, marked carried",
+    )
+    ap.add_argument("--no-cache", action="store_true", help="the server without its prompt cache (see docstring)")
     a = ap.parse_args()
     if a.quick:
         a.limit_routing = a.limit_args = 8
@@ -194,8 +208,11 @@ def main() -> int:
     log = Path(tempfile.mkdtemp(prefix="nexus-remote-bench-")) / "server.log"
     t_start = time.perf_counter()
     result: dict[str, Any] = {"args": vars(a), "accuracy": [], "session": {}}
+    if a.carry:
+        rows = [json.loads(x) for x in Path(a.carry).read_text().splitlines() if x.strip()]
+        result["accuracy"] = [{**r, "carried": True} for r in rows]
     launcher = [sys.executable, str(ROOT / "bench" / "llama_server_timed.py")]
-    with LlamaServer(path, a.model, log, cache=True, verbose=True, launcher=launcher) as server:
+    with LlamaServer(path, a.model, log, cache=not a.no_cache, verbose=True, launcher=launcher) as server:
         engine = Engine(EngineConfig(model=a.model, n_ctx=8192))
         try:
             for set_name in a.sets.split(","):

@@ -115,6 +115,17 @@ def build_messages(
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
 
 
+def decision_prompt(
+    query: str,
+    candidates: Sequence[Tool],
+    history: Sequence[dict[str, str]],
+    previous: PreviousTurn | None,
+) -> tuple[list[str], list[dict[str, str]]]:
+    """(the candidates' names as the list shows them, the decision's chat): a follow-up sees two turns of history."""
+    n_messages = HISTORY_MESSAGES if previous is None else FOLLOW_UP_HISTORY_MESSAGES
+    return display_names(candidates), build_messages(query, candidates, history, n_messages, previous)
+
+
 @register_reranker("llm-choice")
 class LLMChoiceReranker(Reranker):
     uses_llm = True
@@ -140,12 +151,9 @@ class LLMChoiceReranker(Reranker):
         history: Sequence[dict[str, str]] = (),
         previous: PreviousTurn | None = None,
     ) -> RerankResult:
-        names = display_names(candidates)
-        n_messages = HISTORY_MESSAGES if previous is None else FOLLOW_UP_HISTORY_MESSAGES
+        names, messages = decision_prompt(query, candidates, history, previous)
         # the candidate lines are separate segments, so a compiled block can stand in for each (--splice)
-        parts = self.llm.render_parts(
-            build_messages(query, candidates, history, n_messages, previous), candidate_lines(candidates)
-        )
+        parts = self.llm.render_parts(messages, candidate_lines(candidates))
         prompt = [t for p in parts for t in p.tokens]
         fsm = TokenNameFSM([*names, NONE], self.llm.tokenize, self._end)
         first_logits: list[np.ndarray] = []

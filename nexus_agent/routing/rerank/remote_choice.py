@@ -12,13 +12,7 @@ from nexus_agent.backend import RemoteBackend
 from nexus_agent.registry import Tool
 from nexus_agent.routing.followup import PreviousTurn
 from nexus_agent.routing.rerank.base import Reranker, RerankResult
-from nexus_agent.routing.rerank.llm_choice import (
-    FOLLOW_UP_HISTORY_MESSAGES,
-    HISTORY_MESSAGES,
-    NONE,
-    build_messages,
-    display_names,
-)
+from nexus_agent.routing.rerank.llm_choice import NONE, decision_prompt
 
 
 class RemoteChoiceReranker(Reranker):
@@ -37,10 +31,8 @@ class RemoteChoiceReranker(Reranker):
         history: Sequence[dict[str, str]] = (),
         previous: PreviousTurn | None = None,
     ) -> RerankResult:
-        names = display_names(candidates)
-        n_messages = HISTORY_MESSAGES if previous is None else FOLLOW_UP_HISTORY_MESSAGES
-        msgs = build_messages(query, candidates, history, n_messages, previous)
-        picked = self.backend.choose(msgs, [*names, NONE])
+        names, messages = decision_prompt(query, candidates, history, previous)
+        picked = self.backend.choose(messages, [*names, NONE])
         if picked is None:  # an unconstrained reply that names no candidate: retrieval's pick stands
             picked = names[0] if names else NONE
         choice = None if picked == NONE else candidates[names.index(picked)].qualified_name
