@@ -25,7 +25,7 @@ path adds (HTTP, JSON, the client), reported against the in-process turn's wall 
 
 usage: python bench/remote_engine.py [--model qwen0.5b] [--limit-routing 50] [--limit-args 40] [--turns 10]
     [--quick] [--json OUT]
-Writes bench/results/remote_engine.{json,md}.
+Writes bench/results/remote_engine.{json,md} (``--out`` elsewhere).
 """
 
 from __future__ import annotations
@@ -200,6 +200,7 @@ def main() -> int:
         help="JSON lines of accuracy rows an earlier run printed (one per line): listed first, marked carried",
     )
     ap.add_argument("--no-cache", action="store_true", help="the server without its prompt cache (see docstring)")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "remote_engine"), help="<out>.json and .md")
     a = ap.parse_args()
     if a.quick:
         a.limit_routing = a.limit_args = 8
@@ -260,7 +261,7 @@ def main() -> int:
         ),
     }
     result["seconds"] = round(time.perf_counter() - t_start, 1)
-    out = ROOT / "bench" / "results" / "remote_engine"
+    out = Path(a.out)
     text = json.dumps(result, indent=1) + "\n"
     out.with_suffix(".json").write_text(text)
     if a.json:
