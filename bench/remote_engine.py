@@ -263,10 +263,10 @@ def main() -> int:
     result["seconds"] = round(time.perf_counter() - t_start, 1)
     out = Path(a.out)
     text = json.dumps(result, indent=1) + "\n"
-    out.with_suffix(".json").write_text(text)
+    Path(f"{out}.json").write_text(text)  # not with_suffix: "remote_engine_qwen1.5b" has a dot
     if a.json:
         Path(a.json).write_text(text)
-    out.with_suffix(".md").write_text(markdown(result))
+    Path(f"{out}.md").write_text(markdown(result))
     print(markdown(result))
     return 0
 
