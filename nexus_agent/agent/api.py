@@ -45,7 +45,7 @@ from nexus_agent.agent.events import ErrorEvent, Event
 from nexus_agent.agent.history import Conversation
 from nexus_agent.agent.routing_adapter import build_router
 from nexus_agent.agent.turn import CallResult, TurnCancelled, TurnDeps, TurnRouter, run_turn
-from nexus_agent.backend import Backend, LocalBackend, RemoteBackend, RemoteConfig, RemoteError
+from nexus_agent.backend import Backend, LocalBackend, RemoteBackend, RemoteConfig, RemoteError, check_base_url
 from nexus_agent.engine import MAIN, Engine, EngineConfig
 from nexus_agent.kv.budget import KVBudget
 from nexus_agent.mcp import MultiServerClient, load_config, resolve_preset
@@ -96,9 +96,7 @@ class AgentConfig(BaseModel):
     @field_validator("engine")
     @classmethod
     def _engine_url(cls, v: str | None) -> str | None:
-        if v is not None and not v.startswith(("http://", "https://")):
-            raise ValueError(f"must be an http:// or https:// base URL, got {v!r}")
-        return v
+        return None if v is None else check_base_url(v)
 
     @model_validator(mode="after")
     def _budget_fits(self) -> AgentConfig:
@@ -207,12 +205,12 @@ class NexusAgent:
 
     def _remote(self, entry: EngineEntry | None) -> RemoteBackend | None:
         """The remote backend the config names (``engine``, else the config file's), or None for in-process."""
-        url = self.cfg.engine or (entry.url if entry else None)
-        if url is None:
+        if self.cfg.engine is not None:
+            url, model, timeout = self.cfg.engine, self.cfg.model, self.cfg.engine_timeout_s
+        elif entry is not None:
+            url, model, timeout = entry.url, self.cfg.model or entry.model, entry.timeout
+        else:
             return None
-        from_file = self.cfg.engine is None and entry is not None
-        model = self.cfg.model or (entry.model if from_file and entry else None)
-        timeout = entry.timeout if from_file and entry else self.cfg.engine_timeout_s
         return RemoteBackend(RemoteConfig(url=url, model=model, api_key=self.cfg.api_key, timeout_s=timeout))
 
     async def aclose(self) -> None:
@@ -240,8 +238,8 @@ class NexusAgent:
             await asyncio.to_thread(self._apply_diff, changed, diff.qualified(list(diff.removed)))
 
     def _apply_diff(self, changed: list[Tool], removed: list[str]) -> None:
-        # The router is not thread-safe: take the turn lock (the router's own lock too) so a diff never lands
-        # mid-turn.
+        # The turn lock (the local engine's; none on a server) keeps a diff from landing between a turn's routing and
+        # its arguments; the router's own lock keeps it out of a routing in progress.
         assert self.backend is not None and self.router is not None
         with self.backend.turn():
             self.router.apply_diff(changed, removed)  # type: ignore[attr-defined]

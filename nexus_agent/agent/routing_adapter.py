@@ -82,9 +82,7 @@ def build_router(
     (neither: retrieval only). ``splice``: compiled blocks for the decision's candidate lines (local only);
     ``relevance``: whether the relevance judge is asked (routing/judge.py)."""
     decision = reranker if reranker and (engine is not None or remote is not None) else "none"
-    options = RouterOptions(
-        embedder=embedder, reranker=decision, splice=splice if remote is None else "off", relevance=relevance
-    )
+    options = RouterOptions(embedder=embedder, reranker=decision, splice=splice, relevance=relevance)
     return AgentRouter(
         router.build_router(list(tools), options, engine, embedder=shared_embedder(embedder), remote=remote)
     )

@@ -4,7 +4,14 @@ server). Routing retrieval always stays local; the agent's generation goes throu
 
 from nexus_agent.backend.base import Backend, JsonConstraint
 from nexus_agent.backend.local import LocalBackend
-from nexus_agent.backend.remote import Capabilities, RemoteBackend, RemoteConfig, RemoteError, api_key_from_env
+from nexus_agent.backend.remote import (
+    Capabilities,
+    RemoteBackend,
+    RemoteConfig,
+    RemoteError,
+    api_key_from_env,
+    check_base_url,
+)
 
 __all__ = [
     "Backend",
@@ -15,4 +22,5 @@ __all__ = [
     "RemoteConfig",
     "RemoteError",
     "api_key_from_env",
+    "check_base_url",
 ]

@@ -50,6 +50,14 @@ _PROBE_SCHEMA = {
 _PROBE_MESSAGES = [{"role": "user", "content": "Say hello."}]
 
 
+def check_base_url(url: str) -> str:
+    """``url`` if it is an http(s) URL, else ValueError saying so (the one check of every place an engine URL enters:
+    ``RemoteConfig``, ``AgentConfig.engine``, the config file's ``engine.url``)."""
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"must be an http:// or https:// base URL, got {url!r}")
+    return url
+
+
 def api_key_from_env() -> str | None:
     """The API key from ``NEXUS_API_KEY``, else ``OPENAI_API_KEY`` (None: the server needs none)."""
     return next((v for k in KEY_VARIABLES if (v := os.environ.get(k))), None)
@@ -71,9 +79,7 @@ class RemoteConfig(BaseModel):
     @field_validator("url")
     @classmethod
     def _http(cls, v: str) -> str:
-        if not v.startswith(("http://", "https://")):
-            raise ValueError(f"engine URL must start with http:// or https://, got {v!r}")
-        return v.rstrip("/")
+        return check_base_url(v).rstrip("/")
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from nexus_agent.cli.cmd_route import (
     RelevanceOpt,
     SpliceOpt,
     remote_backend,
+    remote_errors,
 )
 
 _err = Console(stderr=True)
@@ -41,7 +42,7 @@ def eval_args(
 ) -> None:
     """Route and write arguments for every item; check them BFCL-style."""
     from nexus_agent.agent.routing_adapter import build_router
-    from nexus_agent.backend import Backend, LocalBackend, RemoteError
+    from nexus_agent.backend import Backend, LocalBackend
     from nexus_agent.engine import Engine, EngineConfig
     from nexus_agent.evaluation.args import load_items, run_eval, to_json
     from nexus_agent.evaluation.files import write_json
@@ -76,14 +77,14 @@ def eval_args(
         backend = remote
     try:
         router = build_router(tools, local, embedder, splice=splice.value, relevance=relevance.value, remote=remote)
-        summary, results = run_eval(items, tools, router, backend)
-    except RemoteError as e:
-        _err.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(1) from e
+        with remote_errors():
+            summary, results = run_eval(items, tools, router, backend)
+            summary["model"] = (remote.capabilities().model if remote else None) or model or defaults.CHAT_MODEL
     finally:
         if local is not None:
             local.close()
-    summary["model"] = (remote.capabilities().model if remote else None) or model or defaults.CHAT_MODEL
+        if remote is not None:
+            remote.close()
     summary["splice"] = splice.value if remote is None else "off"
     summary["relevance"] = relevance.value
     summary["engine"] = engine or "in-process"

@@ -112,7 +112,7 @@ def _router(
 
 
 @contextmanager
-def _remote_errors() -> Iterator[None]:
+def remote_errors() -> Iterator[None]:
     """A failed request to ``--engine`` ends the command with its message and exit code 1, not a traceback."""
     from nexus_agent.backend import RemoteError
 
@@ -129,8 +129,6 @@ def _options(params: dict[str, object]) -> RouterOptions:
     own = {k: (v.value if isinstance(v, Enum) else v) for k, v in params.items() if k in RouterOptions.model_fields}
     if params.get("model") and not params.get("engine"):
         own["reranker_model"] = own.get("reranker_model") or params["model"]
-    if params.get("engine"):
-        own["splice"] = "off"  # compiled blocks splice into a local KV cache
     return RouterOptions.model_validate(own)
 
 
@@ -159,7 +157,7 @@ def register(app: typer.Typer) -> None:
         """Rank the tools for QUERY and show the gate's decision (auto, escalated or no-tool)."""
         _, _, router = _router(registry, profile, _options(locals()), remote_backend(engine, model))
         calib = router.calibrate()
-        with _remote_errors():
+        with remote_errors():
             res = router.route(query)
         if as_json:
             out = res.to_json()
@@ -211,7 +209,7 @@ def register(app: typer.Typer) -> None:
         except ValueError as e:
             raise typer.BadParameter(str(e), param_hint="--split") from e
         calib = router.calibrate()
-        with _remote_errors():
+        with remote_errors():
             summary, _ = evaluate(router, items, [t.qualified_name for t in tools], n_tools, seed)
         summary.update(
             {

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from nexus_agent.backend import check_base_url
 from nexus_agent.mcp.errors import ConfigError
 
 # Server names end up in qualified tool names ``<server>__<tool>`` and in log file names, so they are kept to
@@ -93,9 +94,7 @@ class EngineEntry(BaseModel):
     @field_validator("url")
     @classmethod
     def _http_url(cls, v: str) -> str:
-        if not v.startswith(("http://", "https://")):
-            raise ValueError(f"must be an http:// or https:// URL, got {_show(v)}")
-        return v
+        return check_base_url(v)
 
 
 class MCPConfig(BaseModel):
