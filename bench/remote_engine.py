@@ -156,11 +156,35 @@ def accuracy(a: str, set_name: str, limit: int, model: str, server: LlamaServer,
     return out
 
 
+def settled_log(server: LlamaServer, n_requests: int, timeout_s: float = 15.0) -> str:
+    """The server's log once it holds a timing line for each of the client's ``n_requests`` chat requests: the server
+    prints a request's line after its last byte, which can be after the client has moved on, so reading the log at
+    once could give a turn's last request to the next turn."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        text = server.log.read_text(errors="replace")
+        if len(_TOTAL.findall(text)) >= n_requests or time.monotonic() > deadline:
+            return text
+
+
+def _turn_part(text: str, first: int, last: int) -> str:
+    """The log from the ``first``-th timing line's request to the ``last``-th's line (request lines are counted by
+    their timing lines; the prefix-match line of a request comes before its timing line)."""
+    ends = [m.end() for m in _TOTAL.finditer(text)]
+    start = ends[first - 1] if first > 0 else 0
+    return text[start : ends[last - 1]] if last > first else ""
+
+
 async def session(turns: list[str], cfg: AgentConfig, server: LlamaServer | None) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
+    base = 0  # timing lines already in the log (the accuracy arms' requests); the last one lands ms after its reply
+    if server is not None:
+        await asyncio.sleep(2.0)
+        base = len(_TOTAL.findall(server.log.read_text(errors="replace")))
     async with NexusAgent.from_config(cfg, confirm=lambda *a: True) as agent:
+        backend = agent.backend
         for q in turns:
-            mark = server.log.stat().st_size if server else 0
+            n0 = len(backend.usage) if isinstance(backend, RemoteBackend) else 0
             t0 = time.perf_counter()
             events = [ev async for ev in agent.run(q)]
             wall = (time.perf_counter() - t0) * 1e3
@@ -173,12 +197,12 @@ async def session(turns: list[str], cfg: AgentConfig, server: LlamaServer | None
                 "errors": [e.message for e in events if e.type == "error"],
             }
             if server is not None:
-                with server.log.open("rb") as f:
-                    f.seek(mark)
-                    row.update(server_log_stats(f.read().decode(errors="replace")))
-                backend = agent.backend
                 assert isinstance(backend, RemoteBackend)
-                done = backend.usage[-row["requests"] :] if row["requests"] else []
+                # every chat request this client completed (the start-up probe's too) has one timing line
+                n1 = len(backend.usage)
+                text = settled_log(server, base + n1)
+                row.update(server_log_stats(_turn_part(text, base + n0, base + n1)))
+                done = backend.usage[n0:n1]
                 row["client_ms"] = round(sum(u.ms for u in done), 1)
                 row["cached_reported"] = [u.cached_tokens for u in done]
             rows.append(row)
