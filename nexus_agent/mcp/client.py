@@ -1,13 +1,21 @@
 """``MCPServerSource``: one MCP server (stdio or streamable HTTP) behind the :class:`ToolSource` interface.
 
-Lifetimes. The SDK's context managers (``stdio_client``, ``streamable_http_client``, ``ClientSession``) hold
-anyio task groups and cancel scopes, which must be entered and exited by the same task. So each source owns
-one long-lived asyncio task, the *owner*, which enters them in an ``AsyncExitStack``, runs the handshake and
-then serves control commands (re-list, restart, stop) from a queue until told to stop. Tool calls do not go
-through the owner: ``ClientSession`` supports concurrent requests from any task on the same loop, so each call
-runs ``session.call_tool`` in a task of its own and races it against the session's "dead" event and the
-per-call timeout. Nothing here is tied to the task that called :meth:`start`, so start and close may come from
-different tasks (e.g. two ``run_coroutine_threadsafe`` calls from a synchronous wrapper).
+Protocol eras. The SDK's :class:`mcp.Client` negotiates the revision: by default (``protocol: "auto"``) it probes
+``server/discover`` at 2026-07-28 and falls back to the ``initialize`` handshake of the 2025 revisions when the
+server does not answer it. Tool-list changes reach the router under either era: a 2025-era server sends
+``notifications/tools/list_changed`` on its standing stream; on a 2026-era connection, which has no standing
+stream, the source opens a ``subscriptions/listen`` stream for ``tools_list_changed`` when the server declares
+``tools.listChanged``. Either way the owner re-lists and emits the difference.
+
+Lifetimes. The SDK's context managers (the transport and ``Client``) hold anyio task groups and cancel scopes,
+which must be entered and exited by the same task. So each source owns one long-lived asyncio task, the
+*owner*, which enters them in an ``AsyncExitStack``, negotiates, lists the tools and then serves control
+commands (re-list, restart, stop) from a queue until told to stop. Tool calls do not go through the owner: the
+SDK supports concurrent requests from any task on the same loop, so each call runs ``client.call_tool`` in a
+task of its own and races it against the session's "dead" event and the per-call timeout. An abandoned call
+(timed out or cancelled) makes the SDK send ``notifications/cancelled`` itself. Nothing here is tied to the task
+that called :meth:`start`, so start and close may come from different tasks (e.g. two ``run_coroutine_threadsafe``
+calls from a synchronous wrapper).
 
 Threading contract: a source is bound to the event loop that started it; every method must run on that loop.
 
@@ -25,24 +33,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, TextIO, cast
+from typing import Any, Literal, TextIO
 
 import anyio
-import httpx
-from anyio.abc import ObjectSendStream
-from anyio.streams.memory import MemoryObjectSendStream
-from mcp import ClientSession, McpError, StdioServerParameters, types
+import httpx2
+from mcp import Client, MCPError, StdioServerParameters, types
+from mcp.client.session import IncomingMessage
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.message import SessionMessage
-from mcp.shared.session import RequestResponder
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from nexus_agent import __version__
 from nexus_agent.mcp.config import HttpServerConfig, ServerConfig, StdioServerConfig
@@ -63,8 +69,15 @@ _TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
     anyio.BrokenResourceError,
     anyio.EndOfStream,
     ConnectionError,
-    httpx.TransportError,
+    httpx2.TransportError,
 )
+
+# The SDK bounds every request by the client's read timeout unless a call names its own. Ours is the start-up
+# deadline (it bounds discover/initialize and tools/list); a tool call has its own deadline, raced outside the
+# SDK, so it asks the SDK for none (a day: the SDK takes a float, and None means "the client's").
+_NO_DEADLINE = 86_400.0
+# After a listen stream drops without the server's graceful close, wait this long before listening again.
+_RELISTEN_DELAY = 1.0
 
 
 @dataclass(frozen=True)
@@ -74,6 +87,8 @@ class SourceOptions:
     startup_timeout: float = 60.0  # handshake + first tools/list; spawning npx/uvx can be slow on 2 cores
     close_timeout: float = 10.0  # after this, the owner task is cancelled and the process group killed
     log_dir: Path | None = None  # where stderr logs go; default $NEXUS_HOME/logs
+    # Overrides every server's config ``protocol`` when set ("auto", "legacy" or a 2026-era revision).
+    protocol: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,37 +101,6 @@ class _ConnectionLost(Exception):
     """Internal: the session died under a call."""
 
 
-@dataclass
-class _SentCall:
-    """The JSON-RPC id of one call's ``tools/call`` request, once it went out (None before)."""
-
-    request_id: types.RequestId | None = None
-
-
-# Set in each call's own task; the write stream fills it in as that task sends its request.
-_SENT_CALL: contextvars.ContextVar[_SentCall | None] = contextvars.ContextVar("nexus_mcp_sent_call", default=None)
-
-
-class _RequestIdRecorder(ObjectSendStream[SessionMessage]):
-    """The transport's write stream, noting the id of each call's ``tools/call`` request in its :class:`_SentCall`.
-
-    The SDK (1.x) does not return request ids, and ``notifications/cancelled`` needs one. ``send`` runs in the
-    task that sends the request, so the call's context variable says whose request it is.
-    """
-
-    def __init__(self, inner: ObjectSendStream[SessionMessage]) -> None:
-        self._inner = inner
-
-    async def send(self, item: SessionMessage) -> None:
-        sent, root = _SENT_CALL.get(), item.message.root
-        if sent is not None and isinstance(root, types.JSONRPCRequest) and root.method == "tools/call":
-            sent.request_id = root.id  # a call task sends one tools/call (the SDK may add a tools/list after it)
-        await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
 class MCPServerSource(ToolSource):
     """One MCP server. ``config`` is a :class:`StdioServerConfig` or :class:`HttpServerConfig`."""
 
@@ -125,7 +109,7 @@ class MCPServerSource(ToolSource):
         self.config = config
         self.options = options or SourceOptions()
         self._tools: list[ToolInfo] = []
-        self._session: ClientSession | None = None
+        self._session: Client | None = None
         self._dead = asyncio.Event()
         self._generation = 0  # increments on every successful (re)start
         self._task: asyncio.Task[None] | None = None
@@ -135,6 +119,7 @@ class MCPServerSource(ToolSource):
         self._commands_tx, self._commands_rx = anyio.create_memory_object_stream[_Command](max_buffer_size=1000)
         self._log_path: Path | None = None
         self._log_offset = 0
+        self._relist_pending = False  # a "relist" command is queued and has not started yet
 
     # ---- ToolSource -------------------------------------------------------------------------------------
 
@@ -146,6 +131,12 @@ class MCPServerSource(ToolSource):
     def restarts(self) -> int:
         """How many times the server was (successfully) started again after its first start."""
         return max(0, self._generation - 1)
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The revision negotiated with the running server (``"2026-07-28"``, ``"2025-11-25"``, ...); None when down."""
+        session = self._session
+        return session.protocol_version if session is not None else None
 
     @property
     def log_path(self) -> Path | None:
@@ -225,7 +216,7 @@ class MCPServerSource(ToolSource):
 
     # ---- calls ------------------------------------------------------------------------------------------
 
-    async def _current_session(self, failed_generation: int | None) -> tuple[ClientSession, int, asyncio.Event]:
+    async def _current_session(self, failed_generation: int | None) -> tuple[Client, int, asyncio.Event]:
         """The live session; (re)starts the server if there is none or it is ``failed_generation``."""
         async with self._lock:
             if self._closing or self._task is None:
@@ -241,7 +232,7 @@ class MCPServerSource(ToolSource):
 
     async def _attempt(
         self,
-        session: ClientSession,
+        session: Client,
         dead: asyncio.Event,
         tool: str,
         arguments: Mapping[str, Any] | None,
@@ -253,12 +244,9 @@ class MCPServerSource(ToolSource):
             for cb in ([on_progress] if on_progress else []) + self._progress_listeners:
                 await call_listener(cb, update, what=f"progress callback of {self.name}.{tool}")
 
-        sent = _SentCall()
-
         async def run_call() -> types.CallToolResult:
-            _SENT_CALL.set(sent)  # this task's context only
             args = dict(arguments) if arguments is not None else None
-            return await session.call_tool(tool, args, progress_callback=report)
+            return await session.call_tool(tool, args, read_timeout_seconds=_NO_DEADLINE, progress_callback=report)
 
         call = asyncio.ensure_future(run_call())
         died = asyncio.ensure_future(dead.wait())
@@ -267,9 +255,10 @@ class MCPServerSource(ToolSource):
         finally:
             died.cancel()
             if not call.done():
+                # Abandoning the request makes the SDK send notifications/cancelled, so a timed-out call does not
+                # keep running server-side (a slow search, or a write landing after the user was told it failed).
                 call.cancel()
-                if sent.request_id is not None and not dead.is_set():
-                    await self._send_cancelled(session, sent.request_id, tool, timeout)
+                await asyncio.gather(call, return_exceptions=True)
         if not call.done() or call.cancelled():
             if dead.is_set() or timeout is None:
                 raise _ConnectionLost("the connection to the server was lost")
@@ -279,7 +268,7 @@ class MCPServerSource(ToolSource):
             return self._to_result(tool, call.result())
         if _is_transport_loss(exc):
             raise _ConnectionLost(_describe(exc))
-        if isinstance(exc, McpError):
+        if isinstance(exc, MCPError):
             # A JSON-RPC error (unknown tool, invalid params, ...): the model reads it like a tool error.
             return ToolResult(
                 self.name,
@@ -293,30 +282,13 @@ class MCPServerSource(ToolSource):
             return ToolResult(self.name, tool, [{"type": "text", "text": f"invalid tool result: {exc}"}], is_error=True)
         raise exc
 
-    async def _send_cancelled(
-        self, session: ClientSession, request_id: types.RequestId, tool: str, timeout: float | None
-    ) -> None:
-        """Tell the server to stop working on an abandoned call (MCP ``notifications/cancelled``).
-
-        Without it a timed-out call keeps running server-side: a slow search or a long build would go on using
-        the server's resources, and a write could still land after the user was told it timed out.
-        """
-        reason = f"client timeout after {timeout:g} s" if timeout is not None else "cancelled by the client"
-        params = types.CancelledNotificationParams(requestId=request_id, reason=reason)
-        note = types.CancelledNotification(params=params)
-        try:
-            with anyio.fail_after(self.options.close_timeout):
-                await session.send_notification(types.ClientNotification(note))
-        except Exception as exc:  # a dead pipe here is reported by the next call, not by this one
-            log.warning("MCP server %r: could not cancel %r (request %s): %s", self.name, tool, request_id, exc)
-
     def _to_result(self, tool: str, result: types.CallToolResult) -> ToolResult:
         return ToolResult(
             server=self.name,
             tool=tool,
             content=[block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content],
-            is_error=bool(result.isError),
-            structured=result.structuredContent,
+            is_error=bool(result.is_error),
+            structured=result.structured_content,
         )
 
     # ---- the owner task ---------------------------------------------------------------------------------
@@ -329,7 +301,7 @@ class MCPServerSource(ToolSource):
             try:
                 async with AsyncExitStack() as stack:
                     session = await self._open(stack)
-                    tools = await self._handshake(session)
+                    tools = await self._handshake(session, stack)
                     self._session, self._dead = session, asyncio.Event()
                     self._generation += 1
                     started = True
@@ -359,7 +331,11 @@ class MCPServerSource(ToolSource):
                     log.warning("MCP server %r stopped: %s", self.name, reason)
                 command = await self._next_control_command()
 
-    async def _open(self, stack: AsyncExitStack) -> ClientSession:
+    def _protocol(self) -> str:
+        return self.options.protocol or self.config.protocol
+
+    async def _open(self, stack: AsyncExitStack) -> Client:
+        """Start the transport and negotiate the protocol revision (``Client.__aenter__`` does both)."""
         if isinstance(self.config, StdioServerConfig):
             errlog = stack.enter_context(self._open_log())
             params = StdioServerParameters(
@@ -368,36 +344,91 @@ class MCPServerSource(ToolSource):
                 env=dict(self.config.env) or None,
                 cwd=self.config.cwd,
             )
-            read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+            transport = stdio_client(params, errlog=errlog)
         else:
             assert isinstance(self.config, HttpServerConfig)
-            # The SDK's defaults: 30 s for connect/write, 5 min read (a response stream may stay open).
+            # The SDK's defaults: 30 s for connect/write, 5 min read (a response stream may stay open). Headers
+            # (a bearer token for a remote server) ride on every request, the 2026 revision's mcp-* ones included.
             http = await stack.enter_async_context(
-                httpx.AsyncClient(headers=dict(self.config.headers), timeout=httpx.Timeout(30.0, read=300.0))
+                httpx2.AsyncClient(
+                    headers=dict(self.config.headers),
+                    timeout=httpx2.Timeout(30.0, read=300.0),
+                    follow_redirects=True,
+                )
             )
-            read, write, _ = await stack.enter_async_context(streamable_http_client(self.config.url, http_client=http))
-        # ClientSession (mcp 1.x) only sends on and closes its write stream, which the recorder forwards.
-        recorded = cast("MemoryObjectSendStream[SessionMessage]", _RequestIdRecorder(write))
-        return await stack.enter_async_context(
-            ClientSession(read, recorded, message_handler=self._on_message, client_info=_CLIENT_INFO)
+            transport = streamable_http_client(self.config.url, http_client=http)
+        client = Client(
+            transport,
+            mode=self._protocol(),
+            # Bounds each start-up request (discover or initialize, tools/list pages); calls name their own.
+            read_timeout_seconds=self.options.startup_timeout,
+            message_handler=self._on_message,
+            client_info=_CLIENT_INFO,
+            cache=None,  # this source keeps the tool list itself, and re-lists only on a change notice
         )
+        # No cancel scope around this: the SDK's task groups entered here outlive the call (see _handshake).
+        return await stack.enter_async_context(client)
 
-    async def _handshake(self, session: ClientSession) -> list[ToolInfo]:
+    async def _handshake(self, session: Client, stack: AsyncExitStack) -> list[ToolInfo]:
+        """Subscribe to tool-list changes (a 2026-era connection) and list the tools, within the start-up deadline."""
+        if session.protocol_version in MODERN_PROTOCOL_VERSIONS and _declares_list_changed(session):
+            tg = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(tg.cancel_scope.cancel)  # runs first on unwind: the listener ends before the session
+            # Listen before listing, so a change between the two is not lost.
+            await tg.start(self._listen_for_changes, session)
         # Only awaits go under the deadline: a cancel scope must not span the entry of the SDK's task groups.
         try:
             with anyio.fail_after(self.options.startup_timeout):
-                await session.initialize()
                 return await self._list_tools(session)
         except TimeoutError:
-            raise TimeoutError(f"no answer to initialize/tools/list within {self.options.startup_timeout:g}s") from None
+            raise TimeoutError(f"no answer to tools/list within {self.options.startup_timeout:g}s") from None
 
-    async def _list_tools(self, session: ClientSession) -> list[ToolInfo]:
+    async def _listen_for_changes(self, session: Client, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        """``subscriptions/listen`` for ``tools_list_changed``: the 2026 revision's way to hear of a new tool list.
+
+        There is no replay, so after a dropped stream it listens again and re-lists. Failures end this task
+        quietly: a dead session is found and restarted by the next call, as for a 2025-era server.
+        """
+        started = False
+        while True:
+            try:
+                async with session.listen(tools_list_changed=True) as subscription:
+                    if not started:
+                        started = True
+                        task_status.started()
+                    async for _event in subscription:
+                        self._request_relist()
+                return  # the server closed the stream on purpose (it is shutting down)
+            except SubscriptionLost as exc:
+                log.info("MCP server %r: tool-change stream lost (%s); listening again", self.name, exc)
+            except (MCPError, ListenNotSupportedError, TimeoutError) as exc:
+                log.warning(
+                    "MCP server %r declares tools.listChanged but subscriptions/listen failed (%s); changes to its "
+                    "tool list will not be seen until it restarts",
+                    self.name,
+                    _describe(exc),
+                )
+                if not started:
+                    task_status.started()
+                return
+            except Exception as exc:
+                if not started:
+                    task_status.started()
+                log.info("MCP server %r: tool-change stream ended: %s", self.name, _describe(exc))
+                return
+            if not started:
+                started = True
+                task_status.started()
+            await anyio.sleep(_RELISTEN_DELAY)
+            self._request_relist()  # changes made while no stream was open
+
+    async def _list_tools(self, session: Client) -> list[ToolInfo]:
         tools: list[ToolInfo] = []
         cursor: str | None = None
         for _ in range(_MAX_PAGES):
-            page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+            page = await session.list_tools(cursor=cursor)
             tools.extend(self._to_info(t) for t in page.tools)
-            cursor = page.nextCursor
+            cursor = page.next_cursor
             if not cursor:
                 return tools
         raise RuntimeError(f"tools/list of {self.name!r} returned more than {_MAX_PAGES} pages")
@@ -410,13 +441,13 @@ class MCPServerSource(ToolSource):
             server=self.name,
             name=tool.name,
             description=tool.description or "",
-            input_schema=tool.inputSchema,
+            input_schema=tool.input_schema,
             annotations=annotations,
             title=tool.title,
-            output_schema=tool.outputSchema,
+            output_schema=tool.output_schema,
         )
 
-    async def _serve(self, session: ClientSession) -> _Command:
+    async def _serve(self, session: Client) -> _Command:
         while True:
             command = await self._commands_rx.receive()
             if command.kind == "relist":
@@ -426,13 +457,22 @@ class MCPServerSource(ToolSource):
             else:
                 return command
 
-    async def _relist(self, session: ClientSession) -> None:
+    def _request_relist(self) -> None:
+        """Ask the owner to re-list; one pending request covers any number of notices that arrive before it runs."""
+        if self._relist_pending:
+            return
+        with contextlib.suppress(anyio.WouldBlock):
+            self._commands_tx.send_nowait(_Command("relist"))
+            self._relist_pending = True
+
+    async def _relist(self, session: Client) -> None:
+        self._relist_pending = False  # a notice from now on may describe a list newer than the one fetched here
         try:
             with anyio.fail_after(self.options.startup_timeout):
                 tools = await self._list_tools(session)
         except Exception as exc:
             # A dead session is found (and restarted) by the next call; the old list stays until then.
-            log.warning("MCP server %r: re-listing tools after list_changed failed: %s", self.name, _describe(exc))
+            log.warning("MCP server %r: re-listing tools after a change notice failed: %s", self.name, _describe(exc))
             return
         old, self._tools = self._tools, tools
         await self._emit_if_changed(old, tools)
@@ -446,25 +486,20 @@ class MCPServerSource(ToolSource):
         """While the server is down: wait for a restart request or stop (re-list requests are moot)."""
         while True:
             command = await self._commands_rx.receive()
-            if command.kind != "relist":
+            if command.kind == "relist":
+                self._relist_pending = False
+            else:
                 return command
 
-    async def _on_message(
-        self,
-        message: RequestResponder[types.ServerRequest, types.ClientResult] | types.ServerNotification | Exception,
-    ) -> None:
+    async def _on_message(self, message: IncomingMessage) -> None:
         # Runs inside the session's receive loop: it must not await a request on this session (that would
         # wait for the very loop it blocks), so re-listing is handed to the owner task.
         if isinstance(message, Exception):
             log.warning("MCP server %r sent something unreadable: %s", self.name, message)
-        elif isinstance(message, types.ServerNotification):
-            root = message.root
-            if isinstance(root, types.ToolListChangedNotification):
-                # A full queue already holds re-list requests; one more would fetch the same list.
-                with contextlib.suppress(anyio.WouldBlock):
-                    self._commands_tx.send_nowait(_Command("relist"))
-            elif isinstance(root, types.LoggingMessageNotification):
-                log.debug("MCP server %r log [%s]: %s", self.name, root.params.level, root.params.data)
+        elif isinstance(message, types.ToolListChangedNotification):
+            self._request_relist()  # a 2025-era server's notice on its standing stream
+        elif isinstance(message, types.LoggingMessageNotification):
+            log.debug("MCP server %r log [%s]: %s", self.name, message.params.level, message.params.data)
 
     def _resolve_ready(self, error: BaseException | None) -> bool:
         """Settle a pending start/restart; False if nobody was waiting."""
@@ -518,6 +553,11 @@ class MCPServerSource(ToolSource):
         return f"\nlast lines of server stderr ({self._log_path}):\n  {body}"
 
 
+def _declares_list_changed(session: Client) -> bool:
+    tools = session.server_capabilities.tools
+    return bool(tools is not None and tools.list_changed)
+
+
 def _leaves(exc: BaseException) -> Iterator[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
@@ -528,7 +568,7 @@ def _leaves(exc: BaseException) -> Iterator[BaseException]:
 
 def _is_transport_loss(exc: BaseException) -> bool:
     for leaf in _leaves(exc):
-        if isinstance(leaf, McpError):
+        if isinstance(leaf, MCPError):
             # CONNECTION_CLOSED from the session; 32600 "Session terminated" from the HTTP transport on a 404.
             if leaf.error.code == types.CONNECTION_CLOSED or "terminated" in leaf.error.message.lower():
                 return True
@@ -541,11 +581,11 @@ def _describe(exc: BaseException) -> str:
     """A one-line reason for an error that may be an ExceptionGroup from the SDK's task groups."""
     parts: list[str] = []
     for leaf in _leaves(exc):
-        if isinstance(leaf, McpError) and leaf.error.code == types.CONNECTION_CLOSED:
+        if isinstance(leaf, MCPError) and leaf.error.code == types.CONNECTION_CLOSED:
             text = "the server closed the connection (did the process exit?)"
         elif isinstance(leaf, FileNotFoundError):
             text = f"command not found: {leaf.filename or leaf}"
-        elif isinstance(leaf, httpx.ConnectError):
+        elif isinstance(leaf, httpx2.ConnectError):
             text = f"cannot connect: {leaf}"
         else:
             text = f"{type(leaf).__name__}: {leaf}" if str(leaf) else type(leaf).__name__

@@ -9,8 +9,9 @@ Shape (JSON)::
 
 The server shape is told by its keys (``command`` for stdio, ``url`` for streamable HTTP), as those clients
 do; an optional ``type`` (``stdio``, ``http``, ``streamable-http``, ``streamableHttp``) must agree with it.
-Keys other clients add for their own UI (``autoApprove``, ``alwaysAllow``, ...) are ignored;
-``"disabled": true`` (Cline) drops the server.
+An optional ``"protocol"`` (``auto``, the default; ``legacy``; ``2026-07-28``) pins how the connection negotiates
+the MCP revision (see :data:`Protocol`). Keys other clients add for their own UI (``autoApprove``,
+``alwaysAllow``, ...) are ignored; ``"disabled": true`` (Cline) drops the server.
 
 The file may also name the generation engine, an OpenAI-compatible server (``nexus-agent run --engine``; the API key
 comes from ``NEXUS_API_KEY`` or ``OPENAI_API_KEY``, never from the file)::
@@ -38,6 +39,11 @@ from nexus_agent.mcp.errors import ConfigError
 # characters that are valid in function-calling tool names; ``__`` would make the split ambiguous.
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
+# How a connection picks its MCP protocol revision: "auto" probes server/discover (2026-07-28) and falls back to the
+# initialize handshake of the 2025 revisions; "legacy" goes straight to the handshake (for a proxy or gateway that
+# mishandles the probe); "2026-07-28" adopts that revision without a probe.
+Protocol = Literal["auto", "legacy", "2026-07-28"]
+
 
 class StdioServerConfig(BaseModel):
     """A server the client spawns and talks to over stdin/stdout."""
@@ -51,6 +57,7 @@ class StdioServerConfig(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     cwd: str | None = None
     disabled: bool = False
+    protocol: Protocol = "auto"
 
     @property
     def transport(self) -> str:
@@ -66,6 +73,7 @@ class HttpServerConfig(BaseModel):
     url: str
     headers: dict[str, str] = Field(default_factory=dict)
     disabled: bool = False
+    protocol: Protocol = "auto"
 
     @field_validator("url")
     @classmethod

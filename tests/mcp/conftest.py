@@ -14,16 +14,26 @@ from mcp_test_support import (
     SERVER_VENV_BIN,
     STARTUP_TIMEOUT,
     HttpEverything,
+    HttpProbe,
     installed,
     node,
 )
 
 from nexus_agent.mcp import SourceOptions, StdioServerConfig
 
+# Every MCP client test runs in both protocol eras: "2026" lets the client negotiate (server/discover, then the
+# handshake if the server does not know it), "2025" forces the initialize handshake of the 2025 revisions.
+ERAS = {"2026": "auto", "2025": "legacy"}
+
+
+@pytest.fixture(params=list(ERAS))
+def era(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
 
 @pytest.fixture
-def options(tmp_path: Path) -> SourceOptions:
-    return SourceOptions(startup_timeout=STARTUP_TIMEOUT, log_dir=tmp_path / "logs")
+def options(tmp_path: Path, era: str) -> SourceOptions:
+    return SourceOptions(startup_timeout=STARTUP_TIMEOUT, log_dir=tmp_path / "logs", protocol=ERAS[era])
 
 
 @pytest.fixture
@@ -57,6 +67,16 @@ def probe_cfg() -> StdioServerConfig:
 @pytest.fixture
 def http_everything(tmp_path: Path) -> Iterator[HttpEverything]:
     server = HttpEverything(tmp_path / "everything-http.log")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def http_probe(tmp_path: Path) -> Iterator[HttpProbe]:
+    server = HttpProbe(tmp_path / "probe-http.log")
     server.start()
     try:
         yield server

@@ -1,8 +1,8 @@
 """Helpers for the MCP client tests: where the third-party servers live, how to find their processes.
 
 The servers are installed by ``scripts/setup --test``: the npm ones in ``tests/mcp_servers/node_modules``, the
-PyPI ones in ``.venv-servers`` (they need ``mcp>=2.3``, the project pins 1.30.0). A missing server fails the
-test with that instruction rather than skipping it.
+PyPI ones (``mcp-server-time``, ``mcp-server-git``) into the project's own venv, beside the client. A missing
+server fails the test with that instruction rather than skipping it.
 """
 
 from __future__ import annotations
@@ -11,13 +11,15 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVER_VENV_BIN = ROOT / ".venv-servers" / "bin"
+# The venv the tests run in: the reference servers' console scripts sit beside its python.
+SERVER_VENV_BIN = Path(sys.executable).parent
 NODE_MODULES = ROOT / "tests" / "mcp_servers" / "node_modules" / "@modelcontextprotocol"
 EVERYTHING_JS = NODE_MODULES / "server-everything" / "dist" / "index.js"
 FILESYSTEM_JS = NODE_MODULES / "server-filesystem" / "dist" / "index.js"
@@ -95,6 +97,33 @@ class HttpEverything:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=env,
+            )
+        wait_for_port(self.port, self.proc)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+
+
+# What a client of each era ends with (conftest.ERAS): the 2026 client negotiates 2026-07-28 with a server that
+# offers it; the 2025 handshake negotiates the newest 2025 revision.
+NEGOTIATED = {"2026": "2026-07-28", "2025": "2025-11-25"}
+
+
+class HttpProbe:
+    """The probe server over streamable HTTP on a free loopback port (both protocol eras)."""
+
+    def __init__(self, log: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, str(PROBE), "--http", str(self.port)], stdout=out, stderr=subprocess.STDOUT
             )
         wait_for_port(self.port, self.proc)
 

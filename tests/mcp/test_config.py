@@ -129,6 +129,11 @@ def test_wrong_type_names_file_key_and_problem(tmp_path: Path) -> None:
             'required key is missing (VS Code\'s "servers" key is not read; rename it to "mcpServers")',
         ),
         (
+            {"mcpServers": {"a": {"url": "http://h/mcp", "protocol": "2025-06-18"}}},
+            "mcpServers.a.protocol",
+            "input should be 'auto', 'legacy' or '2026-07-28', got \"2025-06-18\"",
+        ),
+        (
             {"mcpServers": {"a": {"command": "x", "disabled": "yes"}}},
             "mcpServers.a.disabled",
             'expected true or false, got "yes"',
@@ -139,6 +144,16 @@ def test_invalid_configs_name_key_and_problem(tmp_path: Path, data: Any, key: st
     err = _error(tmp_path, data)
     assert (err.key, err.problem) == (key, problem)
     assert str(err) == f"{err.file}: {key}: {problem}"
+
+
+def test_protocol_pins_the_negotiation(tmp_path: Path) -> None:
+    config = load_config(
+        _write(
+            tmp_path,
+            {"mcpServers": {"a": {"command": "x"}, "b": {"url": "http://h/mcp", "protocol": "legacy"}}},
+        )
+    )
+    assert [s.protocol for s in config.servers.values()] == ["auto", "legacy"]
 
 
 def test_bad_server_name_is_rejected(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 import sys
@@ -123,6 +124,40 @@ async def test_server_that_exits_at_start_names_server_and_stderr(options: Sourc
     assert info.value.server == "broken"
     assert "MCP server 'broken' failed to start" in str(info.value)
     assert "boom: no config" in str(info.value)
+
+
+async def test_server_that_never_answers_the_handshake_times_out(options: SourceOptions) -> None:
+    config = StdioServerConfig(command=sys.executable, args=[str(PROBE), "--hang"])
+    quick = dataclasses.replace(options, startup_timeout=2.0)
+    with pytest.raises(ServerStartError) as info:
+        async with MultiServerClient([MCPServerSource("wedged", config, quick)]):
+            pass
+    assert "'wedged' failed to start" in str(info.value)
+    assert "timed out" in str(info.value).lower()
+
+
+async def test_a_line_that_is_not_json_rpc_does_not_break_the_session(
+    probe_cfg: StdioServerConfig, options: SourceOptions
+) -> None:
+    """Invalid JSON on a stdio server's stdout (a stray print) is logged and skipped, not a crash."""
+    source = MCPServerSource("probe", probe_cfg, options)
+    async with MultiServerClient([source]) as hub:
+        pid = await _pid(hub)
+        assert (await hub.call_tool("garble", timeout=60)).text == "garbled"
+        assert (await hub.call_tool("alpha", timeout=60)).text == "alpha"
+        assert await _pid(hub) == pid
+        assert source.restarts == 0
+
+
+async def test_result_that_breaks_the_declared_output_schema_is_an_error_result(
+    probe_cfg: StdioServerConfig, options: SourceOptions
+) -> None:
+    """A server that lies about its tool (declares an output schema, returns something else): the model is told."""
+    async with MultiServerClient([MCPServerSource("probe", probe_cfg, options)]) as hub:
+        result = await hub.call_tool("lie", timeout=60)
+        assert result.is_error
+        assert "invalid tool result" in result.text and "seven" in result.text
+        assert (await hub.call_tool("alpha", timeout=60)).text == "alpha"
 
 
 async def test_missing_command_is_reported(options: SourceOptions) -> None:

@@ -1,4 +1,8 @@
-"""``notifications/tools/list_changed``: the source re-lists, the hub re-indexes, listeners get a diff."""
+"""A changed tool list: the source re-lists, the hub re-indexes, listeners get a diff.
+
+The probe tells of the change the way the connection's era does: ``notifications/tools/list_changed`` on a 2025-era
+connection, an event on the client's ``subscriptions/listen`` stream on a 2026-era one; over stdio and HTTP.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,10 @@ import os
 import signal
 
 import pytest
+from mcp_test_support import NEGOTIATED, HttpProbe
 
 from nexus_agent.mcp import (
+    HttpServerConfig,
     MCPServerSource,
     MultiServerClient,
     SourceOptions,
@@ -18,14 +24,21 @@ from nexus_agent.mcp import (
 )
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_list_changed_gives_listener_a_diff_and_updates_routing(
-    probe_cfg: StdioServerConfig, options: SourceOptions
+    probe_cfg: StdioServerConfig, options: SourceOptions, era: str, transport: str, request: pytest.FixtureRequest
 ) -> None:
     diffs: list[ToolListDiff] = []
     seen_in_listener: list[bool] = []
     arrived = asyncio.Event()
+    if transport == "http":
+        probe: HttpProbe = request.getfixturevalue("http_probe")
+        source = MCPServerSource("probe", HttpServerConfig(url=probe.url), options)
+    else:
+        source = MCPServerSource("probe", probe_cfg, options)
 
-    async with MultiServerClient([MCPServerSource("probe", probe_cfg, options)]) as hub:
+    async with MultiServerClient([source]) as hub:
+        assert source.protocol_version == NEGOTIATED[era]
 
         async def listener(diff: ToolListDiff) -> None:
             diffs.append(diff)

@@ -9,7 +9,8 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
-from mcp_test_support import HttpEverything
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_test_support import NEGOTIATED, HttpEverything
 
 from nexus_agent.mcp import (
     HttpServerConfig,
@@ -21,6 +22,28 @@ from nexus_agent.mcp import (
     StdioServerConfig,
     ToolTimeoutError,
 )
+
+
+async def test_each_server_is_spoken_to_in_its_era(
+    time_cfg: StdioServerConfig,
+    git_cfg: StdioServerConfig,
+    everything_cfg: StdioServerConfig,
+    options: SourceOptions,
+    era: str,
+) -> None:
+    """The Python reference servers (SDK 2.x) offer 2026-07-28; the npm ones (TypeScript SDK 1.x) know only the
+    handshake, so the 2026 client's server/discover probe falls back to it, and the 2025 client never probes."""
+    sources = {
+        "time": MCPServerSource("time", time_cfg, options),
+        "git": MCPServerSource("git", git_cfg, options),
+        "everything": MCPServerSource("everything", everything_cfg, options),
+    }
+    async with MultiServerClient(list(sources.values())) as hub:
+        negotiated = {name: source.protocol_version for name, source in sources.items()}
+        assert (await hub.call_tool("everything__echo", {"message": "hi"}, timeout=60)).text == "Echo: hi"
+        assert not (await hub.call_tool("time__get_current_time", {"timezone": "UTC"}, timeout=60)).is_error
+    assert negotiated["time"] == negotiated["git"] == NEGOTIATED[era]
+    assert negotiated["everything"] in HANDSHAKE_PROTOCOL_VERSIONS
 
 
 async def test_lists_tools_of_several_servers_with_qualified_names(

@@ -9,18 +9,21 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from mcp import ClientSession, types
-from mcp.client.stdio import stdio_client
+from mcp import Client, types
 
 from nexus_agent.sandbox.github import sandbox_server_params
 
+# The two protocol eras the sandbox serves, as the SDK client's ``mode`` and the revision it then negotiates:
+# "auto" probes server/discover and gets 2026-07-28; "legacy" is a 2025-era client's initialize handshake.
+ERAS = {"auto": "2026-07-28", "legacy": "2025-11-25"}
+
 
 @asynccontextmanager
-async def stdio_session(data_dir: Path) -> AsyncIterator[ClientSession]:
-    """An initialised MCP client session with ``python -m nexus_agent.sandbox.github`` over stdio."""
-    async with stdio_client(sandbox_server_params(data_dir)) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
+async def stdio_session(data_dir: Path, mode: str = "auto") -> AsyncIterator[Client]:
+    """A connected MCP client of ``python -m nexus_agent.sandbox.github`` over stdio, in the era ``mode`` picks."""
+    async with Client(sandbox_server_params(data_dir), mode=mode) as client:
+        assert client.protocol_version == ERAS[mode]
+        yield client
 
 
 def text_of(result: types.CallToolResult) -> str:
@@ -29,10 +32,10 @@ def text_of(result: types.CallToolResult) -> str:
     return first.text
 
 
-async def call_ok(session: ClientSession, name: str, **arguments: Any) -> Any:
+async def call_ok(session: Client, name: str, **arguments: Any) -> Any:
     """Call a tool that must succeed; JSON results are decoded, text (e.g. diffs) returned as is."""
     result = await session.call_tool(name, arguments)
-    assert not result.isError, f"{name} failed: {text_of(result)}"
+    assert not result.is_error, f"{name} failed: {text_of(result)}"
     text = text_of(result)
     try:
         return json.loads(text)
@@ -40,10 +43,10 @@ async def call_ok(session: ClientSession, name: str, **arguments: Any) -> Any:
         return text
 
 
-async def call_err(session: ClientSession, name: str, **arguments: Any) -> str:
+async def call_err(session: Client, name: str, **arguments: Any) -> str:
     """Call a tool that must fail; return its error text."""
     result = await session.call_tool(name, arguments)
-    assert result.isError, f"{name} unexpectedly succeeded: {text_of(result)[:300]}"
+    assert result.is_error, f"{name} unexpectedly succeeded: {text_of(result)[:300]}"
     return text_of(result)
 
 

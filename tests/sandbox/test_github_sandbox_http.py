@@ -8,9 +8,9 @@ import sys
 import time
 from pathlib import Path
 
-from gh_sandbox_support import call_ok
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
+import pytest
+from gh_sandbox_support import ERAS, call_ok
+from mcp import Client
 
 STARTUP_DEADLINE_S = 60.0
 
@@ -34,7 +34,8 @@ def _wait_listening(proc: subprocess.Popen[bytes], port: int) -> None:
     raise AssertionError(f"server did not listen on {port} within {STARTUP_DEADLINE_S}s")
 
 
-async def test_streamable_http(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", list(ERAS))
+async def test_streamable_http(tmp_path: Path, mode: str) -> None:
     port = _free_port()
     proc = subprocess.Popen(
         [
@@ -53,8 +54,8 @@ async def test_streamable_http(tmp_path: Path) -> None:
     try:
         _wait_listening(proc, port)
         url = f"http://127.0.0.1:{port}/mcp"
-        async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as s:
-            await s.initialize()
+        async with Client(url, mode=mode) as s:
+            assert s.protocol_version == ERAS[mode]
             tools = (await s.list_tools()).tools
             assert len(tools) == 86
             me = await call_ok(s, "get_me")
@@ -66,7 +67,7 @@ async def test_streamable_http(tmp_path: Path) -> None:
             issue = await call_ok(s, "issue_read", method="get", owner="acme", repo="web", issue_number=number)
             assert issue["title"] == "Served over HTTP"
             result = await s.call_tool("get_job_logs", {"owner": "acme", "repo": "web"})
-            assert result.isError
+            assert result.is_error
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -50,7 +50,7 @@ def test_same_calls_give_same_commits(tmp_path: Path) -> None:
                     "files": [{"path": "x.txt", "content": "x"}],
                 },
             )
-            assert not result.isError
+            assert not result.is_error
             heads.append(_main_sha(tmp_path / run, "acme/web"))
         finally:
             sb.close()
@@ -62,7 +62,7 @@ def test_reset_reseeds(tmp_path: Path) -> None:
     sb = open_sandbox(data)
     server = GitHubSandboxServer(sb)
     created = server.call("issue_write", {"method": "create", "owner": "acme", "repo": "web", "title": "temp"})
-    assert not created.isError
+    assert not created.is_error
     seeded_count = len(sb.store.issues())
     sb.close()
 
@@ -103,7 +103,7 @@ def test_failed_call_rolls_back_database_changes(tmp_path: Path) -> None:
                 "assignees": ["nobody-here"],
             },
         )
-        assert result.isError
+        assert result.is_error
         assert len(sb.store.issues()) == before
         assert len(sb.store.labels(sb.store.repo("acme", "web").id)) == labels_before
     finally:
@@ -118,7 +118,7 @@ def test_rebase_merge_replays_commits(tmp_path: Path) -> None:
         result = server.call(
             "merge_pull_request", {"owner": "acme", "repo": "api", "pullNumber": 5, "merge_method": "rebase"}
         )
-        assert not result.isError
+        assert not result.is_error
         git_dir = tmp_path / "gh" / "repos" / "acme" / "api.git"
         log = subprocess.run(
             ["git", f"--git-dir={git_dir}", "log", "--format=%s|%P", f"{base}..main"],
@@ -148,7 +148,7 @@ def test_code_and_commit_search_respect_repo_and_org_qualifiers(tmp_path: Path) 
                 "files": [{"path": "notes/zebra.txt", "content": "zebrafish here"}],
             },
         )
-        assert not pushed.isError
+        assert not pushed.is_error
         code = json.loads(text_of(server.call("search_code", {"query": "zebrafish"})))
         assert [(i["repository"], i["path"]) for i in code["items"]] == [("acme/web", "notes/zebra.txt")]
         other = json.loads(text_of(server.call("search_code", {"query": "zebrafish repo:acme/api"})))

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from gh_sandbox_support import call_err, call_ok, git, stdio_session, text_of
+from gh_sandbox_support import ERAS, call_err, call_ok, git, stdio_session, text_of
 from mcp import types
 
 from nexus_agent.sandbox.github.tools import TOOLS_DIR
@@ -21,8 +21,9 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("gh-sandbox") / "data"
 
 
-async def test_list_tools_returns_exactly_the_vendored_definitions(data_dir: Path) -> None:
-    async with stdio_session(data_dir) as s:
+@pytest.mark.parametrize("mode", list(ERAS))
+async def test_list_tools_returns_exactly_the_vendored_definitions(data_dir: Path, mode: str) -> None:
+    async with stdio_session(data_dir, mode) as s:
         listed = (await s.list_tools()).tools
     vendored = {p.stem: json.loads(p.read_text()) for p in TOOLS_DIR.glob("*.json")}
     assert len(listed) == len(vendored) == 86
@@ -37,8 +38,9 @@ async def test_list_tools_returns_exactly_the_vendored_definitions(data_dir: Pat
         assert wire == expected, tool.name  # nothing added or dropped (e.g. _meta)
 
 
-async def test_get_me_and_seeded_data(data_dir: Path) -> None:
-    async with stdio_session(data_dir) as s:
+@pytest.mark.parametrize("mode", list(ERAS))
+async def test_get_me_and_seeded_data(data_dir: Path, mode: str) -> None:
+    async with stdio_session(data_dir, mode) as s:
         me = await call_ok(s, "get_me")
         assert me["login"] == "octo-dev"
         assert me["details"]["name"] == "Octo Dev"
@@ -55,7 +57,7 @@ async def test_get_me_and_seeded_data(data_dir: Path) -> None:
 async def test_get_file_contents_returns_text_and_embedded_resource(data_dir: Path) -> None:
     async with stdio_session(data_dir) as s:
         result = await s.call_tool("get_file_contents", {"owner": "acme", "repo": "api", "path": "src/api/auth.py"})
-        assert not result.isError
+        assert not result.is_error
         blob_sha = git(data_dir, "acme/api", "rev-parse", "main:src/api/auth.py").strip()
         assert text_of(result) == f"successfully downloaded text file (SHA: {blob_sha})"
         resource = result.content[1]

@@ -3,6 +3,11 @@
 ``GitHubSandboxServer.call`` is the one place a tool call happens: validate the arguments against the
 tool's inputSchema, look the handler up in the registry, run it inside one database transaction and turn
 its value (or its ToolError) into a ``CallToolResult``. Transports: stdio (default) and streamable HTTP.
+
+Both protocol eras are served on either transport, as the SDK's low-level ``Server`` does: the client's first
+message decides (``initialize`` for the 2025 revisions, per-request envelopes after ``server/discover`` for
+2026-07-28).
+The tool list never changes, so the server declares no ``listChanged``.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp import types
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 from nexus_agent import __version__
@@ -41,15 +47,15 @@ def unsupported_message(name: str) -> str:
 
 
 def _error(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=True)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
 def to_result(value: object) -> types.CallToolResult:
     """Handler value -> MCP result: ``str`` as text, ``Blocks`` as is, anything else as compact JSON."""
     if isinstance(value, Blocks):
-        return types.CallToolResult(content=list(value.items), isError=False)
+        return types.CallToolResult(content=list(value.items), is_error=False)
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=False)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=False)
 
 
 def open_sandbox(data_dir: Path, *, reset: bool = False) -> Sandbox:
@@ -82,23 +88,34 @@ class GitHubSandboxServer:
         extra = set(self.handlers) - set(self.catalog.definitions)
         if extra:
             raise ValueError(f"handlers for tools that are not in the catalog: {sorted(extra)}")
-        self.server: Server[Any, Any] = Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS)
-        self._wire()
+        self.server: Server[Any] = Server(
+            SERVER_NAME,
+            version=__version__,
+            instructions=INSTRUCTIONS,
+            on_list_tools=self._on_list_tools,
+            on_call_tool=self._on_call_tool,
+        )
 
     @property
     def supported(self) -> list[str]:
         return sorted(self.handlers)
 
-    def _wire(self) -> None:
-        @self.server.list_tools()
-        async def _list_tools() -> list[types.Tool]:
-            return self.catalog.tools
+    async def _on_list_tools(
+        self, _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self.catalog.tools)
 
-        # Validation happens in call() so the message can name the argument; the SDK's own check
-        # would only report jsonschema's first message.
-        @self.server.call_tool(validate_input=False)
-        async def _call_tool(name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-            return self.call(name, arguments or {})
+    async def _on_call_tool(
+        self, _ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        # Validation happens in call() so the message can name the argument.
+        try:
+            return self.call(params.name, params.arguments or {})
+        except Exception as exc:
+            # A bug in a handler. SDK 2.x would answer a JSON-RPC error whose code depends on the exception type (a
+            # pydantic error reads "Invalid request parameters"); as 1.x did, the model gets an error result instead.
+            log.exception("sandbox tool %s failed", params.name)
+            return _error(f"internal error in the sandbox while running {params.name}: {type(exc).__name__}: {exc}")
 
     def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         """Run tool ``name`` synchronously and return its MCP result (errors as ``isError`` results)."""
@@ -136,7 +153,7 @@ class GitHubSandboxServer:
         from starlette.routing import Mount
         from starlette.types import Receive, Scope, Send
 
-        manager = StreamableHTTPSessionManager(app=self.server)
+        manager = StreamableHTTPSessionManager(app=self.server)  # both eras, as the SDK's own app serves them
 
         async def handle(scope: Scope, receive: Receive, send: Send) -> None:
             await manager.handle_request(scope, receive, send)

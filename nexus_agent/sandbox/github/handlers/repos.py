@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from mcp import types
-from pydantic import AnyUrl
 
 from nexus_agent.sandbox.github.context import API_ROOT, HTML_ROOT, Sandbox, ToolError
 from nexus_agent.sandbox.github.gitrepo import ZERO_SHA, CommitInfo, FileChange, GitError, GitRepo
@@ -320,7 +319,7 @@ def get_file_contents(sb: Sandbox, args: dict[str, Any]) -> object:
         fields = opt_list(args, "fields")
         return [pick_fields(item, fields) for item in listing]
     data = git.read_blob(entry.sha)
-    uri = AnyUrl(f"repo://{repo.full_name}/sha/{commit}/contents/{path}")
+    uri = f"repo://{repo.full_name}/sha/{commit}/contents/{path}"
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -330,7 +329,7 @@ def get_file_contents(sb: Sandbox, args: dict[str, Any]) -> object:
                 types.EmbeddedResource(
                     type="resource",
                     resource=types.BlobResourceContents(
-                        uri=uri, mimeType="application/octet-stream", blob=base64.b64encode(data).decode()
+                        uri=uri, mime_type="application/octet-stream", blob=base64.b64encode(data).decode()
                     ),
                 ),
             ]
@@ -340,7 +339,7 @@ def get_file_contents(sb: Sandbox, args: dict[str, Any]) -> object:
             types.TextContent(type="text", text=f"successfully downloaded text file (SHA: {entry.sha})"),
             types.EmbeddedResource(
                 type="resource",
-                resource=types.TextResourceContents(uri=uri, mimeType="text/plain; charset=utf-8", text=text),
+                resource=types.TextResourceContents(uri=uri, mime_type="text/plain; charset=utf-8", text=text),
             ),
         ]
     )
