@@ -61,7 +61,7 @@ LLAMA_CMAKE_ARGS_OTHER = (
 
 # What `run` needs on its defaults (the chat model and the shipped embedder); the rest is fetched on first use.
 RUN_MODELS = ["qwen1.5b", "minilm-tools"]
-TEST_MODELS = ["tiny", "tiny-qwen2", "smollm2", "qwen0.5b", "nomic", "minilm", "minilm-tools"]
+TEST_MODELS = ["tiny", "tiny-qwen2", "smollm2", "qwen0.5b", "nomic", "minilm", "minilm-tools", "gemma"]
 
 
 def log(msg: str) -> None:

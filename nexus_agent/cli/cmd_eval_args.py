@@ -29,7 +29,7 @@ def eval_args(
     model: str | None = typer.Option(
         None, "--model", help="short name or GGUF path; with --engine, the served model's name (default: its first)"
     ),
-    embedder: str = typer.Option(defaults.EMBEDDER, "--embedder", help="minilm-tools, minilm, nomic or st"),
+    embedder: str = typer.Option(defaults.EMBEDDER, "--embedder", help="minilm-tools, minilm, nomic, gemma or st"),
     limit: int | None = typer.Option(None, "--limit", help="first N items only"),
     split: str | None = typer.Option(None, "--split", help="only the items of this split (dialogues: tune, check)"),
     own_profile: bool = typer.Option(

@@ -44,7 +44,7 @@ RELEVANCE_DEFAULT = Relevance(_D.relevance)
 
 RegistryOpt = Annotated[Path, typer.Option("--registry", help="registry folder (<server>/<tool>.json) or tool folder")]
 ProfileOpt = Annotated[str | None, typer.Option("--profile", help="profile name from profiles.json (default: all)")]
-EmbedderOpt = Annotated[str, typer.Option("--embedder", help="embedder backend: minilm-tools, minilm, nomic, st")]
+EmbedderOpt = Annotated[str, typer.Option("--embedder", help="embedder: minilm-tools, minilm, nomic, gemma, st")]
 EmbedderModelOpt = Annotated[str | None, typer.Option("--embedder-model", help="model name or path")]
 RerankerOpt = Annotated[str, typer.Option("--reranker", help="llm-choice, llm-pointwise, cross-encoder or none")]
 RerankerModelOpt = Annotated[str | None, typer.Option("--reranker-model", help="LLM name/path or cross-encoder path")]

@@ -253,7 +253,7 @@ def run(
     ),
     engine: str | None = typer.Option(None, "--engine", metavar="URL", help=ENGINE_HELP),
     engine_timeout: float = typer.Option(120.0, "--engine-timeout", help="seconds per request to --engine"),
-    embedder: str = typer.Option(DEFAULT_EMBEDDER, "--embedder", help="minilm-tools, minilm, nomic or st"),
+    embedder: str = typer.Option(DEFAULT_EMBEDDER, "--embedder", help="minilm-tools, minilm, nomic, gemma or st"),
     n_ctx: int = typer.Option(8192, "--n-ctx", help="context size in tokens"),
     splice: SpliceOpt = SPLICE_DEFAULT,
     relevance: RelevanceOpt = RELEVANCE_DEFAULT,

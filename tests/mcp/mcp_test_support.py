@@ -80,8 +80,8 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = STA
     pytest.fail(f"HTTP test server did not listen on port {port} within {timeout}s")
 
 
-class HttpEverything:
-    """server-everything in streamableHttp mode on a free loopback port; restartable on the same port."""
+class HttpServerProcess:
+    """A test MCP server over streamable HTTP on a free loopback port, as a child process; restartable on the port."""
 
     def __init__(self, log: Path) -> None:
         self.port = free_port()
@@ -89,45 +89,37 @@ class HttpEverything:
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
 
+    def command(self) -> tuple[list[str], dict[str, str]]:
+        """The argv and environment that start the server on ``self.port``."""
+        raise NotImplementedError
+
     def start(self) -> None:
-        env = dict(os.environ, PORT=str(self.port))
+        argv, env = self.command()
         with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(
-                [node(), str(installed(EVERYTHING_JS, "server-everything")), "streamableHttp"],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-            )
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
         wait_for_port(self.port, self.proc)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(timeout=30)
+
+
+class HttpEverything(HttpServerProcess):
+    """server-everything (npm, 2025-era) in streamableHttp mode."""
+
+    def command(self) -> tuple[list[str], dict[str, str]]:
+        argv = [node(), str(installed(EVERYTHING_JS, "server-everything")), "streamableHttp"]
+        return argv, dict(os.environ, PORT=str(self.port))
+
+
+class HttpProbe(HttpServerProcess):
+    """The probe server over streamable HTTP (both protocol eras)."""
+
+    def command(self) -> tuple[list[str], dict[str, str]]:
+        return [sys.executable, str(PROBE), "--http", str(self.port)], dict(os.environ)
 
 
 # What a client of each era ends with (conftest.ERAS): the 2026 client negotiates 2026-07-28 with a server that
 # offers it; the 2025 handshake negotiates the newest 2025 revision.
 NEGOTIATED = {"2026": "2026-07-28", "2025": "2025-11-25"}
-
-
-class HttpProbe:
-    """The probe server over streamable HTTP on a free loopback port (both protocol eras)."""
-
-    def __init__(self, log: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, str(PROBE), "--http", str(self.port)], stdout=out, stderr=subprocess.STDOUT
-            )
-        wait_for_port(self.port, self.proc)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=30)

@@ -100,4 +100,8 @@ def test_eval_routing_reads_one_split(built: list[RouterOptions], registry_dir: 
 def test_the_embedder_help_lists_every_backend() -> None:
     _register_all()
     res = CliRunner().invoke(app, ["route", "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"})
-    assert "minilm-tools, minilm, nomic, st" in res.output
+    listed = "minilm-tools, minilm, nomic, gemma, st"
+    assert listed in res.output
+    from nexus_agent.routing.embedders import EMBEDDERS
+
+    assert set(listed.split(", ")) == set(EMBEDDERS)  # a new backend must be added to the help too

@@ -32,7 +32,7 @@ def tools(registry_dir: Path) -> list:  # type: ignore[type-arg]
     return [t for i, t in enumerate(allt) if i % 3 == 0 or t.qualified_name in want]
 
 
-@pytest.mark.parametrize("backend", ["minilm", "minilm-tools", "nomic"])
+@pytest.mark.parametrize("backend", ["minilm", "minilm-tools", "nomic", "gemma"])
 def test_embedder_ranks_easy_queries(backend: str, tools: list) -> None:  # type: ignore[type-arg]
     emb = create_embedder(backend)
     docs = emb.embed_documents([tool_document(t) for t in tools])
@@ -51,6 +51,15 @@ def test_nomic_uses_asymmetric_prefixes() -> None:
     text = "list open pull requests"
     # the same text embedded as document and as query differs because of the prefixes
     assert float(emb.embed_documents([text])[0] @ emb.embed_queries([text])[0]) < 0.999
+
+
+def test_gemma_uses_the_model_prompts() -> None:
+    emb = create_embedder("gemma")
+    assert emb.query_prefix() == "task: search result | query: "
+    assert emb.document_prefix() == "title: none | text: "
+    text = "list open pull requests"
+    # the same text as a query and as a document differs by its prompt, and stays close
+    assert 0.5 < float(emb.embed_documents([text])[0] @ emb.embed_queries([text])[0]) < 0.999
 
 
 @pytest.mark.parametrize("model", ["qwen0.5b", "tiny"])

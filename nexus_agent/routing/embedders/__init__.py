@@ -9,6 +9,6 @@ from nexus_agent.routing.embedders.base import (
 )
 
 # One module per backend; importing each runs its @register_embedder (none loads a model at import time).
-from nexus_agent.routing.embedders import minilm, nomic, st  # noqa: F401  isort: skip
+from nexus_agent.routing.embedders import gemma, minilm, nomic, st  # noqa: F401  isort: skip
 
 __all__ = ["DEFAULT_EMBEDDER", "EMBEDDERS", "Embedder", "create_embedder", "register_embedder"]
