@@ -22,6 +22,7 @@ from pathlib import Path
 
 from nexus_agent.build.dataset import DEFAULT_SET
 from nexus_agent.models import ModelError, fetch_model
+from nexus_agent.models.venvs import pinned_venv
 from nexus_agent.models.shipped import ARTIFACTS, Artifact, file_digest, read_artifact
 from nexus_agent.paths import cache_dir
 
@@ -54,15 +55,7 @@ def recipe_key() -> str:
 
 def build_venv() -> Path:
     """The build venv's python, created (and pinned) on first use."""
-    key = hashlib.sha256("|".join(BUILD_PINS).encode()).hexdigest()[:12]
-    venv = cache_dir("venvs") / f"tune-{key}"
-    py = venv / "bin" / "python"
-    stamp = venv / ".complete"
-    if not stamp.exists():
-        _run([sys.executable, "-m", "venv", "--clear", str(venv)], "create the build venv")
-        _run([str(py), "-m", "pip", "install", "-qq", *BUILD_PINS], f"install {' '.join(BUILD_PINS)}")
-        stamp.write_text("\n".join(BUILD_PINS))
-    return py
+    return pinned_venv("tune", BUILD_PINS, "the minilm-tools build")
 
 
 def train(out: Path, base: Path, threads: int = THREADS) -> None:

@@ -386,19 +386,25 @@ class MCPServerSource(ToolSource):
     async def _listen_for_changes(self, session: Client, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         """``subscriptions/listen`` for ``tools_list_changed``: the 2026 revision's way to hear of a new tool list.
 
+        Reports started (so the first ``tools/list`` may go out) once the first stream is acknowledged or has failed.
         There is no replay, so after a dropped stream it listens again and re-lists. Failures end this task
         quietly: a dead session is found and restarted by the next call, as for a 2025-era server.
         """
         started = False
+
+        def start() -> None:
+            nonlocal started
+            if not started:
+                started = True
+                task_status.started()
+
         while True:
             try:
                 async with session.listen(tools_list_changed=True) as subscription:
-                    if not started:
-                        started = True
-                        task_status.started()
+                    start()
                     async for _event in subscription:
                         self._request_relist()
-                return  # the server closed the stream on purpose (it is shutting down)
+                break  # the server closed the stream on purpose (it is shutting down)
             except SubscriptionLost as exc:
                 log.info("MCP server %r: tool-change stream lost (%s); listening again", self.name, exc)
             except (MCPError, ListenNotSupportedError, TimeoutError) as exc:
@@ -408,19 +414,14 @@ class MCPServerSource(ToolSource):
                     self.name,
                     _describe(exc),
                 )
-                if not started:
-                    task_status.started()
-                return
+                break
             except Exception as exc:
-                if not started:
-                    task_status.started()
                 log.info("MCP server %r: tool-change stream ended: %s", self.name, _describe(exc))
-                return
-            if not started:
-                started = True
-                task_status.started()
+                break
+            start()
             await anyio.sleep(_RELISTEN_DELAY)
             self._request_relist()  # changes made while no stream was open
+        start()  # a failed first listen must not hold up the first tools/list
 
     async def _list_tools(self, session: Client) -> list[ToolInfo]:
         tools: list[ToolInfo] = []

@@ -9,17 +9,16 @@ folders, gave the same bytes), so its output is checked against a recorded sha25
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import tarfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nexus_agent.models.errors import ModelError
+from nexus_agent.models.venvs import pinned_venv
 from nexus_agent.paths import cache_dir
 
 # torch 2.13.0 is the CPU wheel pip takes from this machine's disk (a bare ``torch`` pulls a multi-GB CUDA build);
@@ -39,19 +38,8 @@ Progress = Callable[[int], None]
 
 
 def converter_python() -> Path:
-    """The converter venv's python, created and pinned on first use (a minute or two: torch is ~1 GB)."""
-    key = hashlib.sha256(f"{'|'.join(CONVERTER_PINS)}|{sys.version_info[:2]}".encode()).hexdigest()[:12]
-    venv = cache_dir("venvs") / f"convert-{key}"
-    py = venv / "bin" / "python"
-    stamp = venv / ".complete"
-    if stamp.exists():
-        return py
-    print(f"[models] setting up the GGUF converter's venv ({', '.join(CONVERTER_PINS)}) …", file=sys.stderr)
-    log = cache_dir("logs") / "converter-venv.log"
-    _run([sys.executable, "-m", "venv", "--clear", str(venv)], log, "create the converter venv")
-    _run([str(py), "-m", "pip", "install", "-q", *CONVERTER_PINS], log, f"install {' '.join(CONVERTER_PINS)}")
-    stamp.write_text("\n".join(CONVERTER_PINS) + "\n")
-    return py
+    """The converter venv's python, created and pinned on first use."""
+    return pinned_venv("convert", CONVERTER_PINS, "the GGUF converter")
 
 
 def converter_script(sdist: Path) -> Path:
@@ -123,13 +111,3 @@ def _report(out: Path, seen: int, total: int, progress: Progress | None) -> int:
     if progress and now > seen:
         progress(now - seen)
     return max(now, seen)
-
-
-def _run(cmd: list[str], log: Path, what: str) -> None:
-    with log.open("a") as f:
-        f.write(f"\n$ {' '.join(cmd)}\n")
-        f.flush()
-        res = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
-    if res.returncode != 0:
-        lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip() and "WARNING" not in ln]
-        raise ModelError(f"could not {what}: {lines[-1] if lines else f'exit {res.returncode}'} (log: {log})")
