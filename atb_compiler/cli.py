@@ -31,9 +31,10 @@ def compile_cmd(
 ) -> None:
     """Compile every candidate line the routing decision can show for these tools."""
     from atb_compiler.compile import compile_tools, gather_tools
+    from nexus_agent.backend.session import PrefixCachedLLM
+    from nexus_agent.engine import MAIN, Engine, EngineConfig
     from nexus_agent.engine.splice import splice_unsupported
     from nexus_agent.models import ModelError
-    from nexus_agent.routing.rerank.session import PrefixCachedLLM
 
     tools, errors = gather_tools(paths)
     for line in errors:
@@ -42,7 +43,7 @@ def compile_cmd(
         _err.print("[red]error:[/red] no tool to compile")
         raise typer.Exit(2)
     try:
-        llm = PrefixCachedLLM(model, n_threads=threads)
+        llm = PrefixCachedLLM(Engine(EngineConfig(model=model, n_ctx=4096, n_threads=threads)), MAIN)
     except (ModelError, FileNotFoundError, RuntimeError) as e:
         _err.print(f"[red]error:[/red] model {model}: {e}")
         raise typer.Exit(2) from e

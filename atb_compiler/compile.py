@@ -9,10 +9,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nexus_agent.backend.session import PrefixCachedLLM
 from nexus_agent.engine.blocks import BlockStore, SpliceConfig
 from nexus_agent.registry import RegistryError, Tool, load_file, tool_files
 from nexus_agent.routing.rerank.llm_choice import build_messages, candidate_line, candidate_lines
-from nexus_agent.routing.rerank.session import PrefixCachedLLM
 from nexus_agent.splice.atb import AtbError, read_atb
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from dataclasses import replace
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,11 @@ SHARED = Path(os.environ.get("NEXUS_SHARED", ROOT / "data"))
 NO_TOOL = ROOT / "tests" / "routing" / "data" / "no_tool_queries.jsonl"
 
 
+def fields_of(group: str) -> list[str]:
+    """The field names of one RouterConfig group."""
+    return [f.name for f in fields(getattr(RouterConfig(), group))]
+
+
 def retrieval_args(name: str, sizes: str, sizes_help: str) -> argparse.Namespace:
     """``--embedder``, ``--sizes`` (default ``sizes``), ``--seed`` and ``--out`` (``bench/results/<name>``)."""
     ap = argparse.ArgumentParser()
@@ -32,12 +37,37 @@ def retrieval_args(name: str, sizes: str, sizes_help: str) -> argparse.Namespace
     return ap.parse_args()
 
 
+# The ablation tables' flat knob names -> (RouterConfig group, field). The tables were written before the config
+# was cut into groups, and their rows are still read by these names.
+_GROUPED: dict[str, tuple[str, str]] = {
+    **{k: ("retrieval", k) for k in fields_of("retrieval")},
+    "gate": ("gate", "enabled"),
+    **{k: ("gate", k) for k in fields_of("gate") if k != "enabled"},
+    **{k: ("no_tool", k) for k in fields_of("no_tool")},
+    "judge": ("judge", "enabled"),
+    "judge_threshold": ("judge", "threshold"),
+    "judge_ask": ("judge", "ask"),
+    "followups": ("followups", "enabled"),
+    **{f"followup_{k}": ("followups", k) for k in fields_of("followups") if k != "enabled"},
+}
+
+
+def flat_config(knobs: dict[str, Any], base: RouterConfig | None = None) -> RouterConfig:
+    """``base`` (default ``RouterConfig()``) with ``knobs`` set, by the tables' flat names (KeyError naming an
+    unknown one)."""
+    groups: dict[str, dict[str, Any]] = {}
+    for k, v in knobs.items():
+        group, name = _GROUPED[k]
+        groups.setdefault(group, {})[name] = v
+    return (base or RouterConfig()).tuned(**groups)
+
+
 def split_knobs(knobs: dict[str, Any], **options: Any) -> tuple[RouterOptions, RouterConfig]:
-    """``knobs`` (RouterOptions and RouterConfig fields alike, as the ablation tables list them) plus ``options``,
-    as ``build_router`` takes them: (options, tuning)."""
+    """``knobs`` (RouterOptions fields and the tables' flat RouterConfig names alike) plus ``options``, as
+    ``build_router`` takes them: (options, tuning)."""
     own = {k: v for k, v in knobs.items() if k in RouterOptions.model_fields}
     rest = {k: v for k, v in knobs.items() if k not in own}
-    return RouterOptions(**own, **options), replace(RouterConfig(), **rest)
+    return RouterOptions(**own, **options), flat_config(rest)
 
 
 def calibrated_router(

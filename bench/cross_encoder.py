@@ -101,20 +101,20 @@ def main() -> None:
         retrieval = RouterOptions(embedder="minilm-tools", reranker="none")
         router = build_router(reg.profile(prof), retrieval, embedder=emb)
         router.calibrate()
-        assert router.gate is not None
+        assert router.calibration.gate is not None
         items = [it for it in load_eval(SHARED / "eval" / fname, reg) if it.gold]
         hit = {"fused_top1": 0, "ce_top1": 0, "ce_on_escalated": 0, "in_pool": 0}
         esc = esc_fused = esc_ce = 0
         lat: list[float] = []
         for it in items:
-            pool = router.retrieve(it.query)[: router.cfg.pool]
+            pool = router.retrieve(it.query)[: router.cfg.retrieval.pool]
             ctx = history_text(it.history, max_messages=1)
             q = f"{ctx}\n{expand_query(it.query)}" if ctx else expand_query(it.query)
             t0 = time.perf_counter()
             s = ce.scores(q, [tool_document(router.tools[c.key]) for c in pool])
             lat.append((time.perf_counter() - t0) * 1e3)
             pick = pool[int(np.argmax(s))].key
-            escalated = not router.gate.decide(pool[0].score - pool[1].score)
+            escalated = not router.calibration.gate.decide(pool[0].score - pool[1].score)
             hit["fused_top1"] += pool[0].key in it.gold
             hit["ce_top1"] += pick in it.gold
             hit["ce_on_escalated"] += (pick if escalated else pool[0].key) in it.gold

@@ -23,8 +23,9 @@ sys.path.insert(0, str(ROOT))
 from splice_sweep import escalated  # noqa: E402
 
 from nexus_agent import defaults  # noqa: E402
+from nexus_agent.backend import SIDECAR, LocalBackend, LocalDecider  # noqa: E402
+from nexus_agent.backend.session import PrefixCachedLLM  # noqa: E402
 from nexus_agent.routing.rerank.llm_choice import LLMChoiceReranker  # noqa: E402
-from nexus_agent.routing.rerank.session import PrefixCachedLLM  # noqa: E402
 
 
 class SplitLLM(PrefixCachedLLM):
@@ -47,8 +48,8 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "decision_floor"))
     args = ap.parse_args()
     work = escalated(args.n)
-    llm = SplitLLM(defaults.CHAT_MODEL)
-    decision = LLMChoiceReranker(llm=llm)
+    llm = SplitLLM(LocalBackend.open(defaults.CHAT_MODEL).engine, SIDECAR)
+    decision = LLMChoiceReranker(LocalDecider(lambda lane: llm))
     picks: dict[bool, list[str | None]] = {False: [], True: []}
     for it, pool in work:
         for split in (False, True):

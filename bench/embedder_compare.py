@@ -203,7 +203,7 @@ def query_embed_ms(emb: Embedder, items: Sequence[EvalItem]) -> tuple[float, flo
     """(p50, p95) ms of embedding one request, as the router does (expanded, alone)."""
     ms = []
     for it in items:
-        text = for_retrieval(it.query, RouterConfig().expand)
+        text = for_retrieval(it.query, RouterConfig().retrieval.expand)
         t0 = time.perf_counter()
         emb.embed_queries([text])
         ms.append((time.perf_counter() - t0) * 1e3)
@@ -229,7 +229,7 @@ def one_time_cost(emb: Embedder, tools: Sequence[Tool], what: str, costs: list[d
             texts = [tool_document(t) for t in tools]
         else:
             synthetic = queries_for(tools)
-            k = RouterConfig().n_synthetic_indexed
+            k = RouterConfig().retrieval.n_synthetic_indexed
             texts = [q for t in tools for q in synthetic.get(t.qualified_name, [])[:k]]
         cold = EmbeddingCache(emb)  # empty: every text is embedded
         t0 = time.perf_counter()

@@ -31,13 +31,14 @@ import argparse
 import random
 import statistics
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, SHARED
+from common import ROOT, SHARED, flat_config
+from followup_rewrite import QueryRewriter
 
 from nexus_agent import defaults
+from nexus_agent.backend import LocalBackend
 from nexus_agent.evaluation.args import expected_names, replay
 from nexus_agent.evaluation.dialogues import PROFILE, load_dialogues
 from nexus_agent.evaluation.files import write_json
@@ -45,8 +46,7 @@ from nexus_agent.evaluation.routing import load_eval
 from nexus_agent.registry import load_registry
 from nexus_agent.routing.embedders import create_embedder
 from nexus_agent.routing.rerank.llm_choice import LLMChoiceReranker
-from nexus_agent.routing.rewrite import QueryRewriter
-from nexus_agent.routing.router import Router, RouterConfig, RouterOptions, build_router, create_decision
+from nexus_agent.routing.router import Router, RouterOptions, build_router, create_decision
 
 OFF = {"followups": False}
 # the decision's list, prompt and outcome as before
@@ -69,7 +69,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},  # first + hint + fallback
     # the gate decides on the follow-up's own scores (no forced escalation): faster, when retrieval is sure
     "gated": {"followup_escalate": False, "escalate_back_references": False},
-    "rewrite+prior": {"followup_rewrite": True},
+    "rewrite+prior": {},  # the default config; its follow-ups are scored with the LLM rewrite (followup_rewrite.py)
     "inferred": {},
     "prose": {},
 }
@@ -153,19 +153,22 @@ def main() -> None:
     emb = create_embedder(defaults.EMBEDDER)
     llm_variants = [v for v in args.llm.split(",") if v]
     decision = None
+    rewriter = None
     if llm_variants or "rewrite+prior" in args.variants.split(","):
-        decision = create_decision(RouterOptions())
+        backend = LocalBackend.open(defaults.CHAT_MODEL)
+        decision = create_decision(RouterOptions(), backend)
+        rewriter = QueryRewriter(backend.engine)
     assert decision is None or isinstance(decision, LLMChoiceReranker)
-    rewriter = QueryRewriter(decision.llm.engine) if decision is not None else None  # type: ignore[attr-defined]
     rows: list[dict[str, Any]] = []
     for name in args.variants.split(","):
         for with_llm in (False, True) if name in llm_variants else (False,):
             if name == "rewrite+prior" and rewriter is None:
                 continue
-            cfg = replace(RouterConfig(), **VARIANTS[name])
+            cfg = flat_config(VARIANTS[name])
             options = RouterOptions(reranker="llm-choice" if with_llm else "none")
             router = build_router(tools, options, embedder=emb, reranker=decision, tuning=cfg)
-            router.rewriter = rewriter
+            if name == "rewrite+prior" and rewriter is not None:
+                router.context_text = lambda q, prev, hist, rw=rewriter: rw(q, hist)  # type: ignore[method-assign]
             router.calibrate()
             row = {"variant": name, "llm": with_llm, "split": args.split, **run_variant(router, name, items)}
             rows.append(row)
@@ -178,7 +181,7 @@ def main() -> None:
         no_tool = load_dialogues(SHARED / "eval" / "followups_no_tool.jsonl")
         nt_items = [d.item | {"turns": [t.model_dump() for t in d.line.turns]} for d in no_tool]
         for name in llm_variants:
-            cfg = replace(RouterConfig(), **VARIANTS[name])
+            cfg = flat_config(VARIANTS[name])
             router = build_router(tools, RouterOptions(), embedder=emb, reranker=decision, tuning=cfg)
             row = {"variant": name, "llm": True, "split": "no-tool", **run_variant(router, name, nt_items)}
             rows.append(row)
@@ -206,7 +209,7 @@ def session_rows(
             routers: dict[str, Router] = {}
             for (profile, it), d in zip(picked, behind, strict=True):
                 if profile not in routers:
-                    cfg = replace(RouterConfig(), **VARIANTS[config])
+                    cfg = flat_config(VARIANTS[config])
                     options = RouterOptions(reranker="llm-choice" if with_llm else "none")
                     routers[profile] = build_router(
                         reg.profile(profile), options, embedder=emb, reranker=decision, tuning=cfg

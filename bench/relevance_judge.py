@@ -29,11 +29,11 @@ from typing import Any
 
 from common import NO_TOOL, ROOT, SHARED
 
+from nexus_agent.backend import LocalBackend
 from nexus_agent.evaluation.routing import load_eval
 from nexus_agent.registry import load_registry
 from nexus_agent.routing.embedders import create_embedder
 from nexus_agent.routing.judge import RelevanceJudge, names_concrete_object
-from nexus_agent.routing.rerank.llm import standalone_llm
 from nexus_agent.routing.router import RouterOptions, build_router
 
 EVAL = ROOT / "data" / "eval"
@@ -58,7 +58,7 @@ def main() -> None:
     args = ap.parse_args()
     reg = load_registry(SHARED / "mcp-registry")
     emb = create_embedder("minilm-tools")
-    judge = RelevanceJudge(standalone_llm(args.model, 2))
+    judge = RelevanceJudge(LocalBackend.open(args.model).decider())
     rows: list[dict[str, Any]] = []
     for set_name, path, profiles, has_split in SETS:
         for profile in profiles:

@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from nexus_agent.agent.api import AgentConfig, NexusAgent
-from nexus_agent.agent.routing_adapter import build_router as agent_router
-from nexus_agent.backend import LocalBackend, RemoteBackend, RemoteConfig
+from nexus_agent.agent.routing_adapter import AgentRouter
+from nexus_agent.backend import Backend, LocalBackend, RemoteBackend, RemoteConfig
 from nexus_agent.backend.llama_server import LlamaServer
 from nexus_agent.engine import Engine, EngineConfig
 from nexus_agent.evaluation.args import load_items, run_eval
@@ -87,9 +87,9 @@ def ci(k: int, n: int) -> list[float]:
     return [round(x, 3) for x in wilson_ci(k, n)]
 
 
-def routing_arm(items: list[Any], tools: list[Any], engine: Engine | None, remote: RemoteBackend | None) -> list[Any]:
+def routing_arm(items: list[Any], tools: list[Any], backend: Backend) -> list[Any]:
     options = RouterOptions(splice="off")  # compiled blocks are local-only; both arms prefill text
-    router = build_router(tools, options, engine, remote=remote)
+    router = build_router(tools, options, backend)
     router.calibrate()
     _, rows = evaluate(router, items, [t.qualified_name for t in tools])
     return rows
@@ -105,9 +105,9 @@ def accuracy(a: str, set_name: str, limit: int, model: str, server: LlamaServer,
     t0 = time.perf_counter()
     if a == "eval-routing":
         items = load_eval(path, reg)[:limit]
-        local_rows = routing_arm(items, tools, engine, None)
+        local_rows = routing_arm(items, tools, LocalBackend(engine))
         t1 = time.perf_counter()
-        remote_rows = routing_arm(items, tools, None, remote)
+        remote_rows = routing_arm(items, tools, remote)
         t2 = time.perf_counter()
         picks = [
             (x.result.tool, y.result.tool, x.correct, y.correct) for x, y in zip(local_rows, remote_rows, strict=True)
@@ -116,10 +116,10 @@ def accuracy(a: str, set_name: str, limit: int, model: str, server: LlamaServer,
         args_differ = 0
     else:
         items = [it for it in load_items(path) if it.get("profile", profile) == profile][:limit]
-        lr = agent_router(tools, engine, splice="off")
+        lr = AgentRouter.create(tools, RouterOptions(splice="off"), LocalBackend(engine))
         _, local_res = run_eval(items, tools, lr, LocalBackend(engine))
         t1 = time.perf_counter()
-        rr = agent_router(tools, None, remote=remote)
+        rr = AgentRouter.create(tools, RouterOptions(), remote)
         _, remote_res = run_eval(items, tools, rr, remote)
         t2 = time.perf_counter()
         picks = [

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import replace
 from typing import Any
 
 from common import NO_TOOL, ROOT, SHARED, split_knobs
@@ -97,7 +96,7 @@ def main() -> None:
                 sub = items[:: args.every] + nt[:: 2 * args.every]
                 modes = {
                     "gated": ("gated (tau, 20th pct)", RouterConfig()),
-                    "always": ("always escalate", replace(RouterConfig(), always_escalate=True)),
+                    "always": ("always escalate", RouterConfig().tuned(gate={"always_escalate": True})),
                 }
                 for label, cfg in [modes[m] for m in args.modes.split(",")]:
                     router = build_router(tools, decision, embedder=emb, reranker=rr, tuning=cfg)

@@ -29,6 +29,8 @@ from common import SHARED  # noqa: E402
 
 from atb_compiler.compile import compile_tools  # noqa: E402
 from nexus_agent import defaults  # noqa: E402
+from nexus_agent.backend import SIDECAR, LocalBackend, LocalDecider  # noqa: E402
+from nexus_agent.backend.session import PrefixCachedLLM  # noqa: E402
 from nexus_agent.engine.blocks import SpliceConfig, Splicer  # noqa: E402
 from nexus_agent.evaluation.routing import load_eval  # noqa: E402
 from nexus_agent.evaluation.stats import percentile  # noqa: E402
@@ -37,7 +39,6 @@ from nexus_agent.registry import load_registry  # noqa: E402
 from nexus_agent.routing.embedders import create_embedder  # noqa: E402
 from nexus_agent.routing.options import RouterOptions  # noqa: E402
 from nexus_agent.routing.rerank.llm_choice import LLMChoiceReranker  # noqa: E402
-from nexus_agent.routing.rerank.session import PrefixCachedLLM  # noqa: E402
 from nexus_agent.routing.router import build_router  # noqa: E402
 
 SETS = {"github_dev": ("github_dev.jsonl", "github_all"), "mixed_dev": ("mixed_dev.jsonl", "desktop_all")}
@@ -57,12 +58,13 @@ def main() -> None:
     probe = args.policy == "cacheblend"
     root = cache_dir("atb-bench", "probed" if probe else "plain")
     cfg = SpliceConfig(mode="on", root=root, **({} if args.policy is None else {"policy": args.policy}))
-    llm = PrefixCachedLLM(args.model, n_threads=args.threads, splice=cfg)
-    splicer = llm.splicer
-    assert splicer is not None, "this model cannot splice"
-    splicers = {"off": None, "on": splicer, "auto": Splicer(llm.engine, replace(cfg, mode="auto"))}
+    engine = LocalBackend.open(args.model, args.threads).engine
+    splicer = Splicer(engine, cfg)
+    assert splicer.active, "this model cannot splice"
+    llm = PrefixCachedLLM(engine, SIDECAR, splicer)
+    splicers = {"off": None, "on": splicer, "auto": Splicer(engine, replace(cfg, mode="auto"))}
     arms = ["off", *args.arms.split(",")]
-    decision = LLMChoiceReranker(llm=llm)
+    decision = LLMChoiceReranker(LocalDecider(lambda lane: llm))
     emb = create_embedder(defaults.EMBEDDER)
     t0 = time.perf_counter()
     compiled = {

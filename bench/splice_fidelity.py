@@ -33,12 +33,12 @@ sys.path.insert(0, str(ROOT))
 from common import SHARED  # noqa: E402
 
 from atb_compiler.compile import decision_header  # noqa: E402
+from nexus_agent.backend.session import PrefixCachedLLM  # noqa: E402
 from nexus_agent.engine import SCRATCH, Engine, EngineConfig  # noqa: E402
 from nexus_agent.engine.blocks import BlockStore  # noqa: E402
 from nexus_agent.engine.splice import Placement, splice_prefill  # noqa: E402
 from nexus_agent.registry import load_registry  # noqa: E402
 from nexus_agent.routing.rerank.llm_choice import build_messages, candidate_line, candidate_lines  # noqa: E402
-from nexus_agent.routing.rerank.session import PrefixCachedLLM  # noqa: E402
 from nexus_agent.signature import full_schema_text  # noqa: E402
 from nexus_agent.splice.repair import (  # noqa: E402
     DEFAULT_POLICY,
@@ -84,7 +84,7 @@ def main() -> None:
     tools = reg.profile(None)
     tool = next(t for t in tools if t.qualified_name == BLOCK_TOOL)
     engine = Engine(EngineConfig(model=args.model, n_ctx=4096, n_batch=512, n_threads=args.threads))
-    llm = PrefixCachedLLM(engine=engine, seq=SCRATCH)
+    llm = PrefixCachedLLM(engine, SCRATCH)
     tok = engine.model.tokenize
     header = decision_header(llm, tool)
     body = tok(full_schema_text(tool) + "\n")

@@ -24,6 +24,8 @@ sys.path.insert(0, str(ROOT))
 from common import SHARED  # noqa: E402
 
 from nexus_agent import defaults  # noqa: E402
+from nexus_agent.backend import SIDECAR, LocalBackend, LocalDecider  # noqa: E402
+from nexus_agent.backend.session import PrefixCachedLLM  # noqa: E402
 from nexus_agent.engine.blocks import LIST_CONTEXT, SpliceConfig, Splicer  # noqa: E402
 from nexus_agent.evaluation.routing import EvalItem, load_eval  # noqa: E402
 from nexus_agent.paths import cache_dir  # noqa: E402
@@ -31,7 +33,6 @@ from nexus_agent.registry import Tool, load_registry  # noqa: E402
 from nexus_agent.routing.embedders import create_embedder  # noqa: E402
 from nexus_agent.routing.options import RouterOptions  # noqa: E402
 from nexus_agent.routing.rerank.llm_choice import LLMChoiceReranker  # noqa: E402
-from nexus_agent.routing.rerank.session import PrefixCachedLLM  # noqa: E402
 from nexus_agent.routing.router import build_router  # noqa: E402
 from nexus_agent.splice.repair import RepairSchedule  # noqa: E402
 
@@ -55,8 +56,8 @@ def escalated(n: int) -> list[tuple[EvalItem, list[Tool]]]:
 
 def main() -> None:
     work = escalated(int(sys.argv[1]))
-    llm = PrefixCachedLLM(defaults.CHAT_MODEL, n_threads=2)
-    decision = LLMChoiceReranker(llm=llm)
+    llm = PrefixCachedLLM(LocalBackend.open(defaults.CHAT_MODEL).engine, SIDECAR)
+    decision = LLMChoiceReranker(LocalDecider(lambda lane: llm))
 
     def run(splicer: Splicer | None) -> list[Outcome]:
         out = []

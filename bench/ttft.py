@@ -45,10 +45,12 @@ from common import SHARED  # noqa: E402
 from nexus_agent.agent.api import DEFAULT_MODEL  # noqa: E402
 from nexus_agent.agent.args import ARG_SIGNATURE, arg_prompt, grammar_for  # noqa: E402
 from nexus_agent.agent.prompts import SYSTEM_MAIN, arg_request  # noqa: E402
-from nexus_agent.agent.routing_adapter import build_router  # noqa: E402
+from nexus_agent.agent.routing_adapter import AgentRouter  # noqa: E402
+from nexus_agent.backend import LocalBackend  # noqa: E402
 from nexus_agent.engine import MAIN, SCRATCH, Engine, EngineConfig  # noqa: E402
 from nexus_agent.registry import Tool, load_registry  # noqa: E402
 from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER  # noqa: E402
+from nexus_agent.routing.options import RouterOptions  # noqa: E402
 from nexus_agent.signature import full_schema_text, signature  # noqa: E402
 
 HISTORY = [
@@ -108,16 +110,16 @@ def splice_arms(a: argparse.Namespace, reg: Any, pool: list[Tool], items: list[d
     """Arms (d) and (e): see the module docstring. Medians over the queries; the default repair schedule."""
     import tempfile
 
-    from nexus_agent.engine.blocks import SpliceConfig
+    from nexus_agent.backend.session import PrefixCachedLLM
+    from nexus_agent.engine.blocks import SpliceConfig, Splicer
     from nexus_agent.routing.rerank.llm_choice import build_messages, candidate_lines
-    from nexus_agent.routing.rerank.session import PrefixCachedLLM
 
     engine = Engine(EngineConfig(model=a.model, n_ctx=a.n_ctx))
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        llm = PrefixCachedLLM(engine=engine, seq=SCRATCH, splice=SpliceConfig(mode="on", root=Path(tmp)))
-        splicer = llm.splicer
-        assert splicer is not None
+        splicer = Splicer(engine, SpliceConfig(mode="on", root=Path(tmp)))
+        assert splicer.active
+        llm = PrefixCachedLLM(engine, SCRATCH, splicer)
 
         def timed(parts: list[Any], keep: int, on: bool) -> tuple[float, int]:
             engine.truncate(SCRATCH, keep)
@@ -139,7 +141,7 @@ def splice_arms(a: argparse.Namespace, reg: Any, pool: list[Tool], items: list[d
             for qi, it in enumerate(items):
                 must = reg.find(it["tool"], it.get("server"))
                 tools = sample_tools(pool, must, n, random.Random(f"{a.seed}-{n}-{qi}"))
-                router = build_router(tools, None, a.embedder, reranker=None)
+                router = AgentRouter.create(tools, RouterOptions(embedder=a.embedder, reranker="none"), None)
                 router.router.calibrate()
                 cands = [router.router.tools[c.key] for c in router.router.retrieve(it["query"])[:20]]
                 parts = llm.render_parts(build_messages(it["query"], cands, []), candidate_lines(cands))
@@ -272,7 +274,8 @@ def main() -> None:
             for qi, it in enumerate(items):
                 must = reg.find(it["tool"], it.get("server"))
                 tools = sample_tools(pool, must, n, random.Random(f"{a.seed}-{n}-{qi}"))
-                router = build_router(tools, engine, a.embedder, reranker=None if a.reranker == "none" else a.reranker)
+                options = RouterOptions(embedder=a.embedder, reranker=a.reranker)
+                router = AgentRouter.create(tools, options, LocalBackend(engine))
                 router.router.calibrate()  # once per registry, at start-up: not part of a turn
                 engine.prefill(prefix, seq=MAIN, n_logits=1)  # warm conversation prefix
                 t0 = time.perf_counter()

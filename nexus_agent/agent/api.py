@@ -36,22 +36,25 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from nexus_agent import defaults
 from nexus_agent.agent.events import ErrorEvent, Event
 from nexus_agent.agent.history import Conversation
-from nexus_agent.agent.routing_adapter import build_router
+from nexus_agent.agent.routing_adapter import AgentRouter
 from nexus_agent.agent.turn import CallResult, TurnCancelled, TurnDeps, TurnRouter, run_turn
 from nexus_agent.backend import Backend, LocalBackend, RemoteBackend, RemoteConfig, RemoteError, check_base_url
 from nexus_agent.engine import MAIN, Engine, EngineConfig
 from nexus_agent.kv.budget import KVBudget
+from nexus_agent.kv.policies import EVICT_CHOICES, check_evict
 from nexus_agent.mcp import MultiServerClient, load_config, resolve_preset
 from nexus_agent.mcp.config import EngineEntry, MCPConfig
 from nexus_agent.mcp.tools import ToolListDiff
 from nexus_agent.registry import Tool
+from nexus_agent.routing.options import Relevance, RouterOptions
+from nexus_agent.splice.mode import SpliceMode
 
 DEFAULT_MODEL = defaults.CHAT_MODEL
 
@@ -84,14 +87,16 @@ class AgentConfig(BaseModel):
     n_threads: int = Field(default=2, ge=1)
     tool_timeout_s: float = Field(default=60.0, gt=0)
     window_turns: int = Field(default=4, ge=0)
-    # compiled tool blocks for the routing decision's candidate lines: auto | on | off (docs/atb-format.md)
-    splice: Literal["auto", "on", "off"] = "auto"
+    # compiled tool blocks for the routing decision's candidate lines (docs/atb-format.md)
+    splice: SpliceMode = SpliceMode.AUTO
     # whether a request needs a tool: "llm" also asks the model (routing/judge.py), "exemplars" the embeddings only
-    relevance: Literal["llm", "exemplars"] = "llm"
+    relevance: Relevance = Relevance.LLM
     # KV cells each conversation may hold (None: no budget; the prompt keeps the last ``window_turns`` turns). With
     # a budget the conversation's lane keeps the whole trace and ``evict`` picks the 32-token blocks to drop.
     kv_budget: int | None = Field(default=None, ge=KVBudget.min_tokens())
-    evict: Literal["nexus", "lore", "snapkv", "h2o", "streaming", "none"] = "nexus"
+    evict: Annotated[
+        str, AfterValidator(check_evict), WithJsonSchema({"type": "string", "enum": list(EVICT_CHOICES)})
+    ] = "nexus"
 
     @field_validator("engine")
     @classmethod
@@ -191,16 +196,10 @@ class NexusAgent:
                 ),
             )
             self.backend = LocalBackend(self.engine)
-        self.router = await asyncio.to_thread(
-            build_router,
-            list(self._tools.values()),
-            self.engine,
-            self.cfg.embedder,
-            defaults.RERANKER,
-            self.cfg.splice,
-            self.cfg.relevance,
-            remote,
+        options = RouterOptions(
+            embedder=self.cfg.embedder, reranker=defaults.RERANKER, splice=self.cfg.splice, relevance=self.cfg.relevance
         )
+        self.router = await asyncio.to_thread(AgentRouter.create, list(self._tools.values()), options, self.backend)
         hub.add_tools_listener(self._on_tools_changed)
 
     def _remote(self, entry: EngineEntry | None) -> RemoteBackend | None:
@@ -233,7 +232,7 @@ class NexusAgent:
     async def _on_tools_changed(self, diff: ToolListDiff) -> None:
         """``notifications/tools/list_changed``: update the index and the router incrementally."""
         self._index_tools()
-        if self.router is not None and hasattr(self.router, "apply_diff"):
+        if self.router is not None:
             changed = [self._tools[q] for q in diff.qualified([*diff.added, *diff.changed]) if q in self._tools]
             await asyncio.to_thread(self._apply_diff, changed, diff.qualified(list(diff.removed)))
 
@@ -242,7 +241,7 @@ class NexusAgent:
         # its arguments; the router's own lock keeps it out of a routing in progress.
         assert self.backend is not None and self.router is not None
         with self.backend.turn():
-            self.router.apply_diff(changed, removed)  # type: ignore[attr-defined]
+            self.router.apply_diff(changed, removed)
 
     @property
     def tools(self) -> list[Tool]:

@@ -9,24 +9,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any, Literal
 
-from nexus_agent import defaults
 from nexus_agent.agent.turn import RouteOutcome
-from nexus_agent.backend import RemoteBackend
-from nexus_agent.engine import Engine
+from nexus_agent.backend import Backend
 from nexus_agent.registry import Tool
-from nexus_agent.routing import router
-from nexus_agent.routing.embedders import DEFAULT_EMBEDDER, create_embedder
+from nexus_agent.routing.embedders import create_embedder
+from nexus_agent.routing.embedders.base import Embedder
 from nexus_agent.routing.followup import PreviousTurn
 from nexus_agent.routing.options import RouterOptions
-from nexus_agent.routing.router import Router
+from nexus_agent.routing.router import Router, build_router
 
-_embedders: dict[str, Any] = {}
+_embedders: dict[str, Embedder] = {}
 _embedders_lock = threading.Lock()
 
 
-def shared_embedder(name: str) -> Any:
+def shared_embedder(name: str) -> Embedder:
     """One embedder per process and name (loading nomic takes a second; routers are rebuilt often)."""
     with _embedders_lock:
         if name not in _embedders:
@@ -58,9 +55,7 @@ class AgentRouter:
     def after_turn(self) -> None:
         """Compile, within a small budget, the candidate lines the turn's decision found without a block
         (``--splice auto``); the next decisions splice them."""
-        llm = getattr(self.router.reranker, "llm", None)
-        if llm is not None and hasattr(llm, "settle"):
-            llm.settle()
+        self.router.settle()
 
     def apply_diff(self, changed: list[Tool], removed: list[str]) -> None:
         """``tools/list_changed``: re-embed only the changed/added tools, drop the removed ones."""
@@ -68,21 +63,10 @@ class AgentRouter:
             self.router.remove_tools(removed)
             self.router.replace_tools(changed)
 
-
-def build_router(
-    tools: Sequence[Tool],
-    engine: Engine | None,
-    embedder: str = DEFAULT_EMBEDDER,
-    reranker: str | None = defaults.RERANKER,
-    splice: Literal["auto", "on", "off"] = "auto",
-    relevance: Literal["llm", "exemplars"] = "llm",
-    remote: RemoteBackend | None = None,
-) -> AgentRouter:
-    """A router over ``tools``; escalations go to ``reranker`` running on ``engine``, or on the ``remote`` server
-    (neither: retrieval only). ``splice``: compiled blocks for the decision's candidate lines (local only);
-    ``relevance``: whether the relevance judge is asked (routing/judge.py)."""
-    decision = reranker if reranker and (engine is not None or remote is not None) else "none"
-    options = RouterOptions(embedder=embedder, reranker=decision, splice=splice, relevance=relevance)
-    return AgentRouter(
-        router.build_router(list(tools), options, engine, embedder=shared_embedder(embedder), remote=remote)
-    )
+    @classmethod
+    def create(cls, tools: Sequence[Tool], options: RouterOptions, backend: Backend | None) -> AgentRouter:
+        """:func:`~nexus_agent.routing.router.build_router` with the process's shared embedder; the decision and
+        the relevance judge ask ``backend`` (None, or ``options.reranker == "none"``: retrieval only)."""
+        if backend is None:
+            options = options.model_copy(update={"reranker": "none"})
+        return cls(build_router(tools, options, backend, embedder=shared_embedder(options.embedder)))

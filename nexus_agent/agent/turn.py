@@ -24,7 +24,7 @@ so the history never hides a call that may have changed something.
 from __future__ import annotations
 
 import json
-import sys
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -58,6 +58,8 @@ from nexus_agent.engine import CHAT, MAIN
 from nexus_agent.registry import Tool
 from nexus_agent.routing.followup import PreviousTurn
 
+log = logging.getLogger(__name__)
+
 MAX_TOOL_CHARS = 6000  # tool output shown to the answer step; the history keeps only the surrogate
 
 
@@ -72,12 +74,19 @@ class RouteOutcome:
 
 
 class TurnRouter(Protocol):
+    """Everything the agent asks of routing (``agent/routing_adapter.AgentRouter``)."""
+
     def route_turn(
         self, query: str, window: list[dict[str, str]], previous: PreviousTurn | None = None
     ) -> RouteOutcome: ...
 
     def after_turn(self) -> None:
         """Work that may wait until the answer is out (compiling the tool blocks a decision found missing)."""
+        ...
+
+    def apply_diff(self, changed: list[Tool], removed: list[str]) -> None:
+        """A server's tool list changed: re-index ``changed`` (added or edited) and drop ``removed`` (qualified
+        names)."""
         ...
 
 
@@ -206,7 +215,7 @@ def _run_turn(
         try:
             deps.router.after_turn()
         except Exception as e:  # an optimisation failed after a complete turn: say it, keep the event stream as is
-            print(f"note: compiling tool blocks after the turn failed: {e}", file=sys.stderr)
+            log.warning("compiling tool blocks after the turn failed: %s", e)
 
 
 # sentinel of _use_tool: answer the request without a tool (compared by identity)

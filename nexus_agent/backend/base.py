@@ -1,8 +1,9 @@
 """The generation backend interface: what a turn needs of whatever generates its text.
 
 A turn asks for two things: a reply to a chat (the answer, streamed), and a JSON reply of a given shape (a tool's
-arguments). Lanes name the conversation a call belongs to; the local engine keeps each lane's KV warm, a remote
-server ignores them (its own prefix cache finds the shared prefix).
+arguments). Routing asks its own questions (a choice among names, the log-odds of two answers) through the backend's
+:class:`~nexus_agent.backend.decision.Decider`. Lanes name the conversation a call belongs to; the local engine keeps
+each lane's KV warm, a remote server ignores them (its own prefix cache finds the shared prefix).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from nexus_agent.backend.decision import Decider
 from nexus_agent.engine import Generation
+from nexus_agent.splice.mode import SpliceMode
 
 TokenCallback = Callable[[str], None]
 
@@ -52,4 +55,9 @@ class Backend(Protocol):
         """Greedy reply to ``messages`` (chat-templated with the assistant prompt). ``json``: the reply is JSON of
         that shape, as far as the backend can enforce it (callers validate). ``keep=False``: the reply is not part of
         the conversation (the local lane rolls back to the prompt). Remote failures raise ``RemoteError``."""
+        ...
+
+    def decider(self, splice: SpliceMode = SpliceMode.OFF) -> Decider:
+        """Routing's questions on this backend; ``splice``: compiled tool blocks for a choice's stable lines (a local
+        KV cache only: a server ignores it)."""
         ...

@@ -1,11 +1,27 @@
-"""The in-process backend: the llama.cpp :class:`~nexus_agent.engine.Engine`, lanes and all."""
+"""The in-process backend: the llama.cpp :class:`~nexus_agent.engine.Engine`, lanes and all.
+
+:class:`LocalBackend` generates chat replies; :class:`LocalDecider` answers routing's questions
+(:mod:`nexus_agent.backend.decision`) from the engine's logits: a choice is the greedy decode masked by the names'
+token trie (:class:`~nexus_agent.backend.trie.TokenNameFSM`), log-odds are read off one logits row.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
+from typing import Protocol
 
+import numpy as np
+import numpy.typing as npt
+
+from nexus_agent import defaults
 from nexus_agent.backend.base import JsonConstraint, TokenCallback
-from nexus_agent.engine import Engine, Generation
+from nexus_agent.backend.decision import Choice, Messages
+from nexus_agent.backend.session import PrefixCachedLLM
+from nexus_agent.backend.trie import TokenNameFSM
+from nexus_agent.engine import SIDECAR, Engine, EngineConfig, Generation
+from nexus_agent.engine.blocks import Segment, SpliceConfig, Splicer
+from nexus_agent.splice.mode import SpliceMode
 
 
 class LocalBackend:
@@ -16,6 +32,11 @@ class LocalBackend:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.label = f"llama.cpp in-process ({engine.model.path.name})"
+
+    @classmethod
+    def open(cls, model: str = defaults.CHAT_MODEL, n_threads: int = 2, n_ctx: int = 4096) -> LocalBackend:
+        """A backend on an engine of its own (commands and benchmarks that route without an agent)."""
+        return cls(Engine(EngineConfig(model=model, n_ctx=n_ctx, n_threads=n_threads)))
 
     def turn(self) -> AbstractContextManager[object]:
         return self.engine.turn()
@@ -41,3 +62,107 @@ class LocalBackend:
             keep=keep,
             repeat_penalty=repeat_penalty,
         )
+
+    def decider(self, splice: SpliceMode = SpliceMode.OFF) -> LocalDecider:
+        # one splicer (one block cache) for every lane: only a choice passes stable segments to splice
+        splicer = Splicer(self.engine, SpliceConfig(mode=splice)) if splice != SpliceMode.OFF else None
+        return LocalDecider(lambda lane: PrefixCachedLLM(self.engine, lane, splicer))
+
+
+class TokenModel(Protocol):
+    """What :class:`LocalDecider` needs of a lane (:class:`~nexus_agent.backend.session.PrefixCachedLLM`; a test
+    may pass a fake that spells its answers one character per token)."""
+
+    n_decoded: int  # tokens decoded so far (prefix reuse and splicing save the rest)
+
+    def render(self, messages: list[dict[str, str]]) -> list[int]: ...
+
+    def render_parts(self, messages: list[dict[str, str]], stable: Sequence[str]) -> list[Segment]: ...
+
+    def logits_after(self, tokens: Sequence[int]) -> npt.NDArray[np.float32]: ...
+
+    def logits_after_parts(self, parts: Sequence[Segment]) -> npt.NDArray[np.float32]: ...
+
+    def settle(self) -> None: ...
+
+    def tokenize(self, text: str) -> list[int]: ...
+
+    def eos(self) -> int: ...
+
+
+class LocalDecider:
+    """Routing's questions on the engine (module docstring); one :class:`TokenModel` per lane, made on first use
+    by ``lanes``."""
+
+    label = "llama.cpp in-process"
+
+    def __init__(self, lanes: Callable[[int], TokenModel]) -> None:
+        self._make = lanes
+        self._lanes: dict[int, TokenModel] = {}
+        self._first = self.lane(SIDECAR)  # tokenises for every lane (they share the model)
+        # ChatML's <|im_end|> ends a name where the vocabulary has it; models without it end on EOS/newline.
+        im_end = self._first.tokenize("<|im_end|>")
+        ends = {self._first.eos(), *self._first.tokenize("\n"), *(im_end if len(im_end) == 1 else [])}
+        self._end = [t for t in ends if t >= 0]
+
+    def lane(self, lane: int) -> TokenModel:
+        if lane not in self._lanes:
+            self._lanes[lane] = self._make(lane)
+        return self._lanes[lane]
+
+    @property
+    def n_decoded(self) -> int:
+        """Tokens decoded for these questions so far, over every lane (what prefix reuse and splicing saved)."""
+        return sum(m.n_decoded for m in self._lanes.values())
+
+    def choose(self, messages: Messages, names: Sequence[str], *, lane: int, stable: Sequence[str] = ()) -> Choice:
+        llm = self.lane(lane)
+        # the stable strings are separate segments, so a compiled block can stand in for each (--splice)
+        parts = llm.render_parts(messages, stable)
+        prompt = [t for p in parts for t in p.tokens]
+        fsm = TokenNameFSM(list(names), llm.tokenize, self._end)
+        first: list[npt.NDArray[np.float32]] = []
+
+        def next_logits(prefix: list[int]) -> npt.NDArray[np.float32]:
+            lg = llm.logits_after(prompt + prefix) if prefix else llm.logits_after_parts(parts)
+            if not prefix:
+                first.append(lg)
+            return lg
+
+        chosen = fsm.decode(next_logits)
+        lg0 = first[0] if first else llm.logits_after(prompt)
+        allowed = fsm.allowed([])
+        z = lg0[allowed] - np.max(lg0[allowed])
+        logp = dict(zip(allowed, (z - np.log(np.exp(z).sum())).tolist(), strict=True))
+        scores = [float(logp.get(fsm.token_seqs[n][0], -np.inf)) for n in names]
+        return Choice(chosen, scores, len(prompt))
+
+    def log_odds(self, messages: Messages, yes: Sequence[str], no: Sequence[str], *, lane: int) -> float:
+        llm = self.lane(lane)
+        yes_ids, no_ids = self._one_token(yes), self._one_token(no)
+        if not self._apart(yes_ids, no_ids):
+            raise ValueError(f"the model's vocabulary does not tell {yes[0]!r} from {no[0]!r} in one token")
+        logits = np.asarray(llm.logits_after(llm.render(messages)), dtype=np.float64)
+        return float(np.logaddexp.reduce(logits[yes_ids]) - np.logaddexp.reduce(logits[no_ids]))
+
+    def separable(self, yes: Sequence[str], no: Sequence[str]) -> bool:
+        return self._apart(self._one_token(yes), self._one_token(no))
+
+    @staticmethod
+    def _apart(yes_ids: list[int], no_ids: list[int]) -> bool:
+        return bool(yes_ids) and bool(no_ids) and not set(yes_ids) & set(no_ids)
+
+    def _one_token(self, words: Iterable[str]) -> list[int]:
+        """The ids of the spellings that are one token each (a spelling split in two is not an answer token)."""
+        return sorted({ids[0] for w in words if len(ids := self._first.tokenize(w)) == 1})
+
+    def head(self, variants: Sequence[Messages]) -> int:
+        rendered = [self._first.render(v) for v in variants]
+        if not rendered:
+            return 0
+        n = min(len(r) for r in rendered)
+        return next((i for i in range(n) if len({r[i] for r in rendered}) > 1), n)
+
+    def settle(self) -> None:
+        for llm in self._lanes.values():
+            llm.settle()

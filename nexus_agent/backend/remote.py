@@ -29,11 +29,14 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
 import openai
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from nexus_agent.backend.base import JsonConstraint, TokenCallback
+from nexus_agent.backend.decision import Choice, Messages
 from nexus_agent.engine import Generation
+from nexus_agent.splice.mode import SpliceMode
 
 Structured = Literal["grammar", "json_schema", "json_object", "none"]
 KEY_VARIABLES = ("NEXUS_API_KEY", "OPENAI_API_KEY")
@@ -159,6 +162,10 @@ class RemoteBackend:
 
     def turn(self) -> AbstractContextManager[object]:
         return nullcontext()
+
+    def decider(self, splice: SpliceMode = SpliceMode.OFF) -> RemoteDecider:
+        """Routing's questions on this server (``splice`` is a local notion: ignored)."""
+        return RemoteDecider(self)
 
     def close(self) -> None:
         """Close the client's connection pool."""
@@ -384,3 +391,45 @@ def _message(e: openai.APIStatusError) -> str:
         if msg:
             return str(msg)[:300]
     return str(e.message)[:300]
+
+
+# Without logprobs, the answer the model writes stands for this many nats either way: beyond any threshold, so the
+# answer decides, and no stronger than a clear logit answer.
+LETTER_ODDS = 5.0
+
+
+class RemoteDecider:
+    """Routing's questions (:mod:`nexus_agent.backend.decision`) on the server: a choice is its constrained output
+    (a grammar of the names, or a JSON schema whose field is an enum of them), log-odds come from the first token's
+    top log-probabilities. Lanes and compiled blocks are local notions: a server ignores them (its own prefix cache
+    finds what repeats)."""
+
+    def __init__(self, backend: RemoteBackend) -> None:
+        self.backend = backend
+        self.label = backend.label
+
+    def choose(self, messages: Messages, names: Sequence[str], *, lane: int, stable: Sequence[str] = ()) -> Choice:
+        picked = self.backend.choose(messages, list(names))
+        return Choice(picked, [1.0 if n == picked else 0.0 for n in names])
+
+    def log_odds(self, messages: Messages, yes: Sequence[str], no: Sequence[str], *, lane: int) -> float:
+        """From the first token's top log-probabilities (a spelling outside them counts at the lowest one returned,
+        its upper bound), or, on a server without logprobs, the answer it writes, as ±``LETTER_ODDS``."""
+        yes_set, no_set = {w.strip() for w in yes}, {w.strip() for w in no}
+        top = self.backend.first_token_logprobs(messages)
+        if top:
+            floor = min(top.values())
+            y = [v for t, v in top.items() if t.strip() in yes_set] or [floor]
+            n = [v for t, v in top.items() if t.strip() in no_set] or [floor]
+            return float(np.logaddexp.reduce(y) - np.logaddexp.reduce(n))
+        said = self.backend.choose(messages, [no[0].strip(), yes[0].strip()])
+        return LETTER_ODDS if said is not None and said.strip() in yes_set else -LETTER_ODDS
+
+    def separable(self, yes: Sequence[str], no: Sequence[str]) -> bool:
+        return not {w.strip() for w in yes} & {w.strip() for w in no}
+
+    def head(self, variants: Sequence[Messages]) -> int:
+        return 0  # the server tokenises; its prefix cache keeps the head
+
+    def settle(self) -> None:
+        pass

@@ -38,7 +38,7 @@ DEFAULT_SET = Path(__file__).parent / "data" / "tuning_set.json"
 
 def build_set(registry: Registry, n_synthetic: int | None = None) -> dict[str, Any]:
     """The training set for every tool of ``registry`` (see module docstring)."""
-    n = RouterConfig().n_synthetic_indexed if n_synthetic is None else n_synthetic
+    n = RouterConfig().retrieval.n_synthetic_indexed if n_synthetic is None else n_synthetic
     tools = registry.profile(None)
     synth = queries_for(tools)
     situational = queries_for(tools, SITUATIONAL_CACHE)

@@ -41,12 +41,13 @@ def eval_args(
     engine: EngineOpt = None,
 ) -> None:
     """Route and write arguments for every item; check them BFCL-style."""
-    from nexus_agent.agent.routing_adapter import build_router
+    from nexus_agent.agent.routing_adapter import AgentRouter
     from nexus_agent.backend import Backend, LocalBackend
     from nexus_agent.engine import Engine, EngineConfig
     from nexus_agent.evaluation.args import load_items, run_eval, to_json
     from nexus_agent.evaluation.files import write_json
     from nexus_agent.registry import RegistryError, load_registry
+    from nexus_agent.routing.options import RouterOptions
 
     try:
         items = load_items(eval_file)
@@ -76,7 +77,8 @@ def eval_args(
     else:
         backend = remote
     try:
-        router = build_router(tools, local, embedder, splice=splice.value, relevance=relevance.value, remote=remote)
+        options = RouterOptions(embedder=embedder, reranker=defaults.RERANKER, splice=splice, relevance=relevance)
+        router = AgentRouter.create(tools, options, backend)
         with remote_errors():
             summary, results = run_eval(items, tools, router, backend)
             summary["model"] = (remote.capabilities().model if remote else None) or model or defaults.CHAT_MODEL

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from enum import Enum, StrEnum
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from nexus_agent.routing.options import RouterOptions
+from nexus_agent.routing.options import Relevance, RouterOptions
+from nexus_agent.splice.mode import SpliceMode
 
 if TYPE_CHECKING:
     from nexus_agent.backend import RemoteBackend
@@ -21,25 +22,8 @@ if TYPE_CHECKING:
 _D = RouterOptions()  # the defaults of every flag below
 
 
-class Splice(StrEnum):
-    """--splice: typer checks the value against these."""
-
-    auto = "auto"
-    on = "on"
-    off = "off"
-
-
-SPLICE_DEFAULT = Splice(_D.splice)
-
-
-class Relevance(StrEnum):
-    """--relevance: typer checks the value against these."""
-
-    llm = "llm"
-    exemplars = "exemplars"
-
-
-RELEVANCE_DEFAULT = Relevance(_D.relevance)
+SPLICE_DEFAULT = _D.splice
+RELEVANCE_DEFAULT = _D.relevance
 
 
 RegistryOpt = Annotated[Path, typer.Option("--registry", help="registry folder (<server>/<tool>.json) or tool folder")]
@@ -56,14 +40,21 @@ SynthOpt = Annotated[
 ]
 HybridOpt = Annotated[bool, typer.Option("--hybrid/--no-hybrid", help="fuse BM25 with dense retrieval")]
 ThreadsOpt = Annotated[int, typer.Option("--threads", help="CPU threads for the models")]
-# --splice and --relevance, shared with ``run`` and ``eval-args``: typer checks the value against the enum
+# --splice and --relevance, shared with ``run`` and ``eval-args``: typer checks the value against the enums, the
+# one lists of each (engine.blocks.SpliceMode, routing.options.Relevance)
 SpliceOpt = Annotated[
-    Splice,
-    typer.Option("--splice", help="compiled tool blocks for the LLM decision: auto, on (compile missing ones), off"),
+    SpliceMode,
+    typer.Option(
+        "--splice",
+        help=f"compiled tool blocks for the LLM decision: {', '.join(SpliceMode)} (docs/atb-format.md)",
+    ),
 ]
 RelevanceOpt = Annotated[
     Relevance,
-    typer.Option("--relevance", help="whether a tool is needed: llm (ask the decision's LLM too) or exemplars"),
+    typer.Option(
+        "--relevance",
+        help=f"whether a tool is needed: {', '.join(Relevance)} (llm also asks the decision's LLM)",
+    ),
 ]
 
 
@@ -106,7 +97,7 @@ def _router(
     reg = load_registry(registry)
     tools = reg.profile(profile)
     try:
-        return reg, tools, build_router(tools, options, remote=remote)
+        return reg, tools, build_router(tools, options, remote)
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint="--reranker") from e
 

@@ -10,7 +10,6 @@ import signal
 import sys
 import threading
 from collections.abc import Mapping
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,23 +18,27 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from nexus_agent.cli.cmd_route import RELEVANCE_DEFAULT, SPLICE_DEFAULT, RelevanceOpt, SpliceOpt
+from nexus_agent.kv.policies import EVICT_CHOICES, POLICIES, check_evict
 from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
 
 
-class Evict(StrEnum):
-    """--evict: the eviction policies of nexus_agent/kv/policies, and none (typer checks the value)."""
-
-    nexus = "nexus"
-    lore = "lore"
-    snapkv = "snapkv"
-    h2o = "h2o"
-    streaming = "streaming"
-    none = "none"
+def _evict(value: str) -> str:
+    """--evict: a name of the eviction registry (nexus_agent/kv/policies), or none."""
+    try:
+        return check_evict(value)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from e
 
 
-EVICT_DEFAULT = Evict.nexus
+EVICT_DEFAULT = "nexus"
 EvictOpt = Annotated[
-    Evict, typer.Option("--evict", help="KV eviction policy under --kv-budget: nexus, lore, snapkv, h2o, streaming")
+    str,
+    typer.Option(
+        "--evict",
+        parser=_evict,
+        metavar="|".join(EVICT_CHOICES),
+        help=f"KV eviction policy under --kv-budget: {', '.join(POLICIES)}",
+    ),
 ]
 
 ENGINE_HELP = (
@@ -284,10 +287,10 @@ def run(
             yes=yes,
             embedder=embedder,
             n_ctx=n_ctx,
-            splice=splice.value,
-            relevance=relevance.value,
+            splice=splice,
+            relevance=relevance,
             kv_budget=kv_budget,
-            evict=evict.value,
+            evict=evict,
         )
     except ValidationError as e:
         err = e.errors()[0]

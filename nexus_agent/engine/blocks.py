@@ -8,11 +8,10 @@ changed rendering (another description, another header) is simply another file.
 from __future__ import annotations
 
 import hashlib
-import sys
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 
@@ -29,7 +28,10 @@ from nexus_agent.engine.splice import (
 )
 from nexus_agent.paths import cache_dir
 from nexus_agent.splice.atb import AtbBlock, AtbError, BlockCache, SpliceTarget, write_atb
+from nexus_agent.splice.mode import SpliceMode
 from nexus_agent.splice.repair import DEFAULT_POLICY, PlacedBlock, RepairSchedule, plan_repair, repair_policy
+
+log = logging.getLogger(__name__)
 
 # Stand-in lines a block may be compiled behind, after the prompt's own header (``SpliceConfig.context``), so a
 # candidate line's KV is computed as one line among others rather than as the first thing after "Tools:". On qwen1.5b
@@ -41,9 +43,6 @@ LIST_CONTEXT = (
     "- third_tool(…) — A third example tool. [example]\n"
 )
 
-SpliceMode = Literal["auto", "on", "off"]
-SPLICE_MODES: tuple[SpliceMode, ...] = ("auto", "on", "off")
-
 
 @dataclass(frozen=True)
 class SpliceConfig:
@@ -54,7 +53,7 @@ class SpliceConfig:
     change the decision's picks (docs/measurements.md#compiled-tool-blocks). ``off`` never splices. ``root``: the
     block folder (default $NEXUS_HOME/atb)."""
 
-    mode: SpliceMode = "auto"
+    mode: SpliceMode = SpliceMode.AUTO
     policy: str = DEFAULT_POLICY
     schedule: RepairSchedule = field(default_factory=RepairSchedule)
     min_saving: int = 16
@@ -100,7 +99,7 @@ class BlockStore:
         """Say a reason to fall back once per process and kind, on stderr."""
         if message not in self._warned:
             self._warned.add(message)
-            print(f"note: {message}; prefilling text instead", file=sys.stderr)
+            log.warning("%s; prefilling text instead", message)
 
     def get(self, header: Sequence[int], tokens: Sequence[int]) -> AtbBlock | None:
         """The block for ``tokens`` behind ``header``, or None (missing; or unusable, said once)."""
@@ -171,7 +170,7 @@ class Splicer:
         if self.store is None or first is None:
             if self.reason and self.cfg.mode != "off" and self.reason not in self._said:
                 self._said.add(self.reason)
-                print(f"note: splicing is off: {self.reason}", file=sys.stderr)
+                log.warning("splicing is off: %s", self.reason)
             return self._text(tokens, seq)
         header = [t for s in segments[:first] for t in s.tokens] + self.context
         if self.cfg.mode == "on":

@@ -51,6 +51,7 @@ from nexus_agent.engine.arena import ArenaFull, Lane, SlotArena
 from nexus_agent.kv.budget import KVBudget, LaneKV
 from nexus_agent.kv.evictor import Evictor
 from nexus_agent.kv.observe import AttentionObserver, AttnShape
+from nexus_agent.kv.policies import check_evict
 from nexus_agent.llm import ContextConfig, LlamaContext, LlamaModel, Sampler
 from nexus_agent.llm.context import DecodeError
 from nexus_agent.models import resolve
@@ -82,8 +83,11 @@ class EngineConfig:
     flash_attn: bool = False
     n_slots: int = 32
     kv_budget: int | None = None
-    evict: str = "nexus"
+    evict: str = "nexus"  # a name of kv.policies.EVICT_CHOICES
     observe: bool = False
+
+    def __post_init__(self) -> None:
+        check_evict(self.evict)
 
 
 @dataclass
@@ -419,6 +423,11 @@ class Engine:
                 self._trim(seq, slot, len(held))
                 self._record(seq, held, len(held) if exact_prompt else lane.exact)
             return Generation(out, text, len(prompt), reused, ttft, (time.perf_counter() - t0) * 1000, stopped)
+
+    def logits(self) -> npt.NDArray[np.float32]:
+        """The logits (float32 [n_vocab]) after the last token of the last decode that asked for them."""
+        with self.turn():
+            return self.ctx.logits_ith(-1)
 
     def next_logits(self, prompt: list[int], seq: int = SCRATCH) -> npt.NDArray[np.float32]:
         """Logits (float32 [n_vocab]) after ``prompt`` in lane ``seq``, reusing any cached prefix."""

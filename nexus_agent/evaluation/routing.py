@@ -103,7 +103,7 @@ def evaluate(
         dense_order = [c.key for c in sorted(router.retrieve(it.query, allowed), key=lambda c: -c.dense)]
         rank = next((i for i, k in enumerate(dense_order) if k in it.gold), None) if it.gold else None
         results.append(ItemResult(it, res, rank))
-    return summarize(results, router.cfg.pool), results
+    return summarize(results, router.cfg.retrieval.pool), results
 
 
 def summarize(results: Sequence[ItemResult], pool: int) -> dict[str, Any]:

@@ -54,15 +54,15 @@ class Calibration:
     @property
     def gate(self) -> Gate | None:
         """``cfg.tau``'s gate, else the calibrated one; None until :meth:`calibrate` (and after a tool change)."""
-        if self.cfg.tau is not None:
-            return Gate(self.cfg.tau)
+        if self.cfg.gate.tau is not None:
+            return Gate(self.cfg.gate.tau)
         return None if self._data is None else Gate(float(self._data["tau"]))
 
     @property
     def min_dense(self) -> float | None:
         """``cfg.min_dense``, else the calibrated whole-registry floor; None until :meth:`calibrate`."""
-        if self.cfg.min_dense is not None:
-            return self.cfg.min_dense
+        if self.cfg.no_tool.min_dense is not None:
+            return self.cfg.no_tool.min_dense
         return None if self._data is None else float(self._data["min_dense"])
 
     def ensure(self) -> tuple[Gate, float]:
@@ -90,7 +90,7 @@ class Calibration:
             def margins(qs: Sequence[str]) -> list[float]:
                 return [self._margin(q, v) for q, v in zip(qs, qv, strict=True)]
 
-            tau, ms = calibrate_tau(margins, queries, self.cfg.tau_percentile)
+            tau, ms = calibrate_tau(margins, queries, self.cfg.gate.tau_percentile)
             # Relevance floor: a percentile of the best-dense scores of generic requests that need no tool (package
             # data, written for calibration only). Tool requests rarely score that low, and the no-tool
             # requests above the floor usually have a small margin, so they escalate and the reranker can
@@ -112,7 +112,7 @@ class Calibration:
         vecs = self.index.cache.documents([self.index.document(k) for k in keys])
         out: list[str] = []
         for a, _b in adversarial_pairs(vecs):
-            held = self.index.synthetic.get(keys[a], [])[self.cfg.n_synthetic_indexed :]
+            held = self.index.synthetic.get(keys[a], [])[self.cfg.retrieval.n_synthetic_indexed :]
             out += held or [first_sentence(self.index.tools[keys[a]].description)]
         return [q for q in out if q.strip()]
 
@@ -121,7 +121,7 @@ class Calibration:
     def floor(self, allowed: set[str] | None = None) -> float:
         """The relevance floor for a request that may pick ``allowed`` (None: every tool); calibrates if needed."""
         whole = self.ensure()[1]
-        return whole if allowed is None or self.cfg.min_dense is not None else self.subset_floor(allowed)
+        return whole if allowed is None or self.cfg.no_tool.min_dense is not None else self.subset_floor(allowed)
 
     def subset_floor(self, allowed: set[str]) -> float:
         """The relevance floor as if the router held only ``allowed``: the same statistic as :meth:`calibrate`,
@@ -136,7 +136,7 @@ class Calibration:
             self._neg_scores = np.stack([self.index.slb.scores(v) for v in self.exemplar_vectors()])  # [query, tool]
         if not mask.any():
             return float("inf")
-        return float(np.percentile(self._neg_scores[:, mask].max(axis=1), self.cfg.floor_percentile))
+        return float(np.percentile(self._neg_scores[:, mask].max(axis=1), self.cfg.no_tool.floor_percentile))
 
     # --- the exemplar test's two sides ------------------------------------------------------------------------
 
@@ -158,10 +158,10 @@ class Calibration:
             for i, k in enumerate(self.index.slb.keys):
                 t = self.index.tools[k]
                 own = [
-                    *self.index.synthetic.get(k, [])[: self.cfg.own_requests],
+                    *self.index.synthetic.get(k, [])[: self.cfg.no_tool.own_requests],
                     first_sentence(t.description) or t.name,
                 ]
-                own = [for_retrieval(q, self.cfg.expand) for q in own]
+                own = [for_retrieval(q, self.cfg.retrieval.expand) for q in own]
                 texts += own
                 owners += [i] * len(own)
             vecs = self.index.cache.queries(texts)

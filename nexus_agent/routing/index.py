@@ -98,7 +98,7 @@ class ToolIndex:
     ) -> None:
         self.cfg = cfg
         self.embedder = embedder
-        self.index_synthetic = embedder.index_synthetic if cfg.synthetic is None else cfg.synthetic
+        self.index_synthetic = embedder.index_synthetic if cfg.retrieval.synthetic is None else cfg.retrieval.synthetic
         self.cache = EmbeddingCache(embedder)
         self.cache_file = cache_path(embedder.fingerprint(), "texts")
         self.cache.load(self.cache_file)
@@ -128,12 +128,12 @@ class ToolIndex:
         return self._document(self.tools[key])
 
     def _document(self, tool: Tool) -> str:
-        return tool_document(tool, DocConfig(style=self.cfg.doc_style))
+        return tool_document(tool, DocConfig(style=self.cfg.retrieval.doc_style))
 
     def _texts(self, tool: Tool) -> list[str]:
         texts = [self._document(tool)]
         if self.index_synthetic:
-            texts += self.synthetic.get(tool.qualified_name, [])[: self.cfg.n_synthetic_indexed]
+            texts += self.synthetic.get(tool.qualified_name, [])[: self.cfg.retrieval.n_synthetic_indexed]
         return texts
 
     def _load_synthetic(self, tools: Sequence[Tool]) -> None:

@@ -1,4 +1,4 @@
-"""The relevance judge: one two-way question to the local LLM, "does this request need a tool?", scored by logits.
+"""The relevance judge: one two-way question to the chat model, "does this request need a tool?", scored by logits.
 
 Why a separate question: deciding *whether* a request needs a tool is far easier for a small model than picking
 among twenty near-duplicates, and the embedding tests (``relevance.py``) cannot tell a question *about* a tool's
@@ -6,11 +6,13 @@ domain ("what does a TTL on a Redis key do?") from a request *for* it ("how long
 sit next to the same tools. The judge reads the request and a list of the connected servers only.
 
 Cost: the instructions and worked examples are the same on every call, so they stay cached in the judge's own
-engine sequence (``RELEVANCE``, pinned); a call decodes the request's ~30 tokens and reads one logit row.
+engine lane (``RELEVANCE``); a call decodes the request's ~30 tokens and reads one logit row.
 
 The model answers with a letter (A: general, answer directly; B: needs a lookup or action). The score is the log-odds
-``logsumexp(B) - logsumexp(A)`` over the answer's first token (with and without a leading space); the router turns
-a request away when it is below ``RouterConfig.judge_threshold`` (docs/measurements.md#relevance-judge).
+``logsumexp(B) - logsumexp(A)`` over the answer's first token (with and without a leading space), asked through the
+backend's :class:`~nexus_agent.backend.decision.Decider` (in-process logits, or a server's first-token
+log-probabilities); the router turns a request away when it is below the judge's threshold
+(docs/measurements.md#relevance-judge).
 """
 
 from __future__ import annotations
@@ -19,13 +21,9 @@ import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
 
-import numpy as np
-
-from nexus_agent.backend import RemoteBackend
+from nexus_agent.backend import RELEVANCE, Decider
 from nexus_agent.registry import Tool
-from nexus_agent.routing.rerank.llm import DecisionLLM
 
 # The worked examples are written for the judge (never taken from an evaluation set): each pair contrasts a
 # question about a domain with a request for the user's own data in it, the confusion the embeddings make. They are
@@ -65,6 +63,8 @@ EXAMPLES: tuple[tuple[str, bool], ...] = (
     ("what do you remember about the Q3 launch?", True),
 )
 GENERAL, LOOKUP = "A", "B"
+# the answer's first token, spelt with and without a leading space
+_YES, _NO = (LOOKUP, " " + LOOKUP), (GENERAL, " " + GENERAL)
 
 # What makes a request concrete enough that general knowledge cannot answer it: a URL, a path, owner/repo, #N, an
 # @handle, an e-mail, a named file (notes.md), or an identifier: a word with an inner ``_`` or ``:`` (cus_Nf83kQ,
@@ -96,12 +96,6 @@ def _servers_line(tools: Iterable[Tool], per_server: int = 8) -> str:
     return "\n".join(lines)
 
 
-class Judge(Protocol):
-    """What the router asks: :class:`RelevanceJudge` (local logits) or :class:`RemoteRelevanceJudge`."""
-
-    def judge(self, query: str, tools: Iterable[Tool]) -> Judgement: ...
-
-
 @dataclass
 class Judgement:
     """The judge's answer: ``log_odds`` of "needs a tool" over "general" (nats) and the call's wall time (ms)."""
@@ -111,28 +105,21 @@ class Judgement:
 
 
 class RelevanceJudge:
-    """Asks ``llm`` whether a request needs a tool (see module docstring). ``llm`` should run on a sequence of its
-    own: the pinned instructions survive the routing decision's prompts."""
+    """Asks ``decider`` whether a request needs a tool (see module docstring), in the ``RELEVANCE`` lane, so its
+    instructions survive the routing decision's prompts. ValueError when the model's vocabulary cannot answer with
+    one token per letter."""
 
-    def __init__(self, llm: DecisionLLM) -> None:
-        self.llm = llm
-        self._yes = self._first_tokens((LOOKUP, " " + LOOKUP))
-        self._no = self._first_tokens((GENERAL, " " + GENERAL))
-        if not self._yes or not self._no or set(self._yes) & set(self._no):
+    def __init__(self, decider: Decider) -> None:
+        if not decider.separable(_YES, _NO):
             raise ValueError(f"the model's vocabulary does not tell {LOOKUP!r} from {GENERAL!r} in one token")
+        self.decider = decider
         self._heads: dict[str, int] = {}  # servers line -> tokens of the instructions and examples
 
     def head_tokens(self, servers: str) -> int:
         """How many tokens every prompt for ``servers`` starts with: where two prompts with other requests part."""
         if servers not in self._heads:
-            a, b = (self.llm.render(self.messages(x, servers)) for x in ("a", "b"))
-            n = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-            self._heads[servers] = n
+            self._heads[servers] = self.decider.head([self.messages(x, servers) for x in ("a", "b")])
         return self._heads[servers]
-
-    def _first_tokens(self, words: Iterable[str]) -> list[int]:
-        """The ids of the spellings that are one token each (a spelling split in two is not an answer token)."""
-        return sorted({ids[0] for w in words if len(ids := self.llm.tokenize(w)) == 1})
 
     @staticmethod
     def messages(query: str, servers: str) -> list[dict[str, str]]:
@@ -149,36 +136,5 @@ class RelevanceJudge:
     def judge(self, query: str, tools: Iterable[Tool]) -> Judgement:
         """How strongly the model says ``query`` needs one of ``tools`` (their servers are what it is shown)."""
         t0 = time.perf_counter()
-        servers = _servers_line(tools)
-        toks = self.llm.render(self.messages(query, servers))
-        logits = np.asarray(self.llm.logits_after(toks), dtype=np.float64)
-        yes = float(np.logaddexp.reduce(logits[self._yes]))
-        no = float(np.logaddexp.reduce(logits[self._no]))
-        return Judgement(yes - no, (time.perf_counter() - t0) * 1e3)
-
-
-# Without logprobs, the letter the model writes stands for this many nats either way: beyond the threshold, so the
-# letter decides, and no stronger than a clear logit answer.
-LETTER_ODDS = 5.0
-
-
-class RemoteRelevanceJudge:
-    """The judge's question to a remote server (``nexus_agent.backend.RemoteBackend``): the same messages; the log-odds
-    from the first token's top log-probabilities (a letter outside them counts at the lowest one returned, its upper
-    bound), or, on a server without logprobs, the letter it writes, as ±``LETTER_ODDS``."""
-
-    def __init__(self, backend: RemoteBackend) -> None:
-        self.backend = backend
-
-    def judge(self, query: str, tools: Iterable[Tool]) -> Judgement:
-        t0 = time.perf_counter()
-        msgs = RelevanceJudge.messages(query, _servers_line(tools))
-        top = self.backend.first_token_logprobs(msgs)
-        if top:
-            floor = min(top.values())
-            yes = [v for t, v in top.items() if t.strip() == LOOKUP] or [floor]
-            no = [v for t, v in top.items() if t.strip() == GENERAL] or [floor]
-            odds = float(np.logaddexp.reduce(yes) - np.logaddexp.reduce(no))
-        else:
-            odds = LETTER_ODDS if self.backend.choose(msgs, [GENERAL, LOOKUP]) == LOOKUP else -LETTER_ODDS
+        odds = self.decider.log_odds(self.messages(query, _servers_line(tools)), _YES, _NO, lane=RELEVANCE)
         return Judgement(odds, (time.perf_counter() - t0) * 1e3)

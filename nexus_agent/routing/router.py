@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -24,9 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nexus_agent import defaults
-from nexus_agent.backend import RemoteBackend
-from nexus_agent.engine import RELEVANCE, SIDECAR, Engine
-from nexus_agent.engine.blocks import SpliceConfig
+from nexus_agent.backend import Backend, LocalBackend
 from nexus_agent.registry import Tool
 from nexus_agent.routing.calibration import Calibration
 from nexus_agent.routing.embedders import create_embedder
@@ -40,18 +38,13 @@ from nexus_agent.routing.followup import (
     siblings,
     user_turns,
 )
-from nexus_agent.routing.gate import Gate
-from nexus_agent.routing.index import F32, EmbeddingCache, ToolIndex
-from nexus_agent.routing.judge import Judge, RelevanceJudge, RemoteRelevanceJudge, names_concrete_object
+from nexus_agent.routing.index import F32, ToolIndex
+from nexus_agent.routing.judge import RelevanceJudge, names_concrete_object
 from nexus_agent.routing.options import RouterConfig, RouterOptions
 from nexus_agent.routing.query import for_retrieval, is_question, refers_back
 from nexus_agent.routing.relevance import looks_like_no_tool
 from nexus_agent.routing.rerank import create_reranker, reranker_class
 from nexus_agent.routing.rerank.base import Reranker
-from nexus_agent.routing.rerank.llm import standalone_llm
-from nexus_agent.routing.rerank.remote_choice import RemoteChoiceReranker
-from nexus_agent.routing.rerank.session import PrefixCachedLLM
-from nexus_agent.routing.slb import SLB
 
 __all__ = [
     "Candidate",
@@ -69,8 +62,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 Decision = Literal["auto", "escalated", "no-tool"]
-# (request, history) -> the request rewritten to stand on its own (routing/rewrite.py)
-Rewriter = Callable[[str, Sequence[dict[str, str]]], str]
 
 
 @dataclass
@@ -127,50 +118,29 @@ class Router:
         cfg: RouterConfig | None = None,
         reranker: Reranker | None = None,
         synthetic: dict[str, list[str]] | None = None,
-        rewriter: Rewriter | None = None,
-        judge: Judge | None = None,
+        judge: RelevanceJudge | None = None,
     ) -> None:
         cfg = cfg or RouterConfig()
+        self.cfg = cfg
         # held for retrieval and tool-list changes; route() runs the judge and the decision outside it
         self.lock = threading.RLock()
         self.reranker = reranker
-        self.judge = judge  # asked when cfg.judge (routing/judge.py)
-        self.rewriter = rewriter  # used when cfg.followup_rewrite (routing/rewrite.py)
+        self.judge = judge  # asked when cfg.judge.enabled (routing/judge.py)
         self.index = ToolIndex(tools, embedder, cfg, synthetic)
         self.calibration = Calibration(self.index, cfg, self._margin)
         self._last_query: tuple[str, F32] | None = None
         self._sibling_memo: dict[str, list[str]] = {}
         self.index.on_change(self._sibling_memo.clear)  # a tools/list_changed diff may add or drop siblings
 
-    # --- the parts, as callers knew them ---------------------------------------------------------------------
-
-    @property
-    def cfg(self) -> RouterConfig:
-        return self.index.cfg
-
-    @property
-    def embedder(self) -> Embedder:
-        return self.index.embedder
-
-    @property
-    def cache(self) -> EmbeddingCache:
-        return self.index.cache
-
     @property
     def tools(self) -> dict[str, Tool]:
+        """Qualified name -> tool, as the index holds them now."""
         return self.index.tools
 
-    @property
-    def slb(self) -> SLB:
-        return self.index.slb
-
-    @property
-    def gate(self) -> Gate | None:
-        return self.calibration.gate
-
-    @property
-    def min_dense(self) -> float | None:
-        return self.calibration.min_dense
+    def settle(self) -> None:
+        """After a turn's answer: the decision's deferred work (compiling the tool blocks it found missing)."""
+        if self.reranker is not None:
+            self.reranker.settle()
 
     def calibrate(self) -> dict[str, float]:
         """Calibrate τ (and the relevance floor) on registry-derived adversarial queries; cached on disk."""
@@ -194,11 +164,11 @@ class Router:
 
     def _fused(self, qvec: F32, query: str, mask: npt.NDArray[np.bool_] | None = None) -> tuple[F32, F32, F32]:
         """(fused, dense, lexical) per tool in ``slb.keys`` order; ``mask`` marks the tools routing may pick."""
-        dense = self.slb.scores(qvec)
-        if not self.cfg.hybrid:
+        dense = self.index.slb.scores(qvec)
+        if not self.cfg.retrieval.hybrid:
             return dense, dense, np.zeros_like(dense)
         bm25 = self.index.bm25
-        if self.cfg.bm25_norm == "idf":
+        if self.cfg.retrieval.bm25_norm == "idf":
             lexn = bm25.normalized_scores(query)
         else:
             lex = bm25.scores(query)
@@ -206,10 +176,10 @@ class Router:
             # shrink the lexical evidence of every tool inside it
             pool = lex if mask is None else lex[mask]
             top = float(pool.max()) if len(pool) else 0.0
-            if self.cfg.bm25_norm == "known":
-                top = max(top, self.cfg.bm25_known_share * bm25.known_idf(query))
+            if self.cfg.retrieval.bm25_norm == "known":
+                top = max(top, self.cfg.retrieval.bm25_known_share * bm25.known_idf(query))
             lexn = lex / top if top > 0 else lex
-        w = self.cfg.bm25_weight
+        w = self.cfg.retrieval.bm25_weight
         return ((1 - w) * dense + w * lexn).astype(np.float32), dense, lexn.astype(np.float32)
 
     def retrieve(
@@ -222,17 +192,17 @@ class Router:
     ) -> list[Candidate]:
         """All tools (or only ``allowed``), best first, with their scores. ``previous``: the request is a
         follow-up of that tool turn (:mod:`nexus_agent.routing.followup`); its context and prior join the score."""
-        asks = self.cfg.question_write_penalty > 0 and is_question(query)
+        asks = self.cfg.retrieval.question_write_penalty > 0 and is_question(query)
         raw_query = query
-        query = for_retrieval(query, self.cfg.expand)
+        query = for_retrieval(query, self.cfg.retrieval.expand)
         if qvec is None:
             qvec = self._embed_query(query)
-        keys = self.slb.keys
+        keys = self.index.slb.keys
         mask = None if allowed is None else self.index.mask(allowed)
         fused, dense, lex = self._fused(qvec, query, mask)
         if previous is not None:
             fused = self._follow(fused, raw_query, previous, mask, history)
-        penalty = self.cfg.question_write_penalty * self.index.writes if asks else np.zeros(len(keys))
+        penalty = self.cfg.retrieval.question_write_penalty * self.index.writes if asks else np.zeros(len(keys))
         fused = (fused - penalty).astype(np.float32)
         idx = np.argsort(-fused, kind="stable")
         return [
@@ -249,24 +219,24 @@ class Router:
         mask: npt.NDArray[np.bool_] | None,
         history: Sequence[dict[str, str]],
     ) -> F32:
-        """``fused`` averaged with the context ranking and raised by the prior (module docstring of followup).
-        The context is the request with the previous turn's, or its LLM rewrite (``followup_rewrite``)."""
+        """``fused`` averaged with the context ranking and raised by the prior (module docstring of followup)."""
         cfg = self.cfg
-        w = cfg.followup_context_weight
+        w = cfg.followups.context_weight
         if w > 0:
-            if cfg.followup_rewrite and self.rewriter is not None:
-                text = self.rewriter(query, history)
-            else:
-                text = context_text(query, previous)
-            ctx = for_retrieval(text, cfg.expand)
-            ctx_fused, _, _ = self._fused(self.embedder.embed_queries([ctx])[0], ctx, mask)
+            ctx = for_retrieval(self.context_text(query, previous, history), cfg.retrieval.expand)
+            ctx_fused, _, _ = self._fused(self.index.embedder.embed_queries([ctx])[0], ctx, mask)
             fused = ((1 - w) * fused + w * ctx_fused).astype(np.float32)
         return (fused + self._prior(previous)).astype(np.float32)
+
+    def context_text(self, query: str, previous: PreviousTurn, history: Sequence[dict[str, str]]) -> str:
+        """What a follow-up is also scored as: the request with the previous tool turn's (bench/followups.py
+        overrides it with an LLM rewrite, which was measured and is off)."""
+        return context_text(query, previous)
 
     def _prior(self, previous: PreviousTurn) -> F32:
         """Per tool in ``slb.keys`` order: the follow-up prior of the previous tool, its siblings, its server."""
         cfg = self.cfg
-        keys = self.slb.keys
+        keys = self.index.slb.keys
         prior = np.zeros(len(keys), dtype=np.float32)
         prev = self.tools.get(previous.tool)
         if prev is None:
@@ -274,11 +244,11 @@ class Router:
         related = set(self._siblings(prev))
         for i, k in enumerate(keys):
             if k == prev.qualified_name:
-                prior[i] = cfg.followup_prior_tool
+                prior[i] = cfg.followups.prior_tool
             elif k in related:
-                prior[i] = cfg.followup_prior_sibling
+                prior[i] = cfg.followups.prior_sibling
             elif self.tools[k].server == prev.server:
-                prior[i] = cfg.followup_prior_server
+                prior[i] = cfg.followups.prior_server
         return prior
 
     def _siblings(self, tool: Tool) -> list[str]:
@@ -310,7 +280,7 @@ class Router:
     def _embed_query(self, query: str) -> F32:
         # one-entry memo: evaluation asks for the same query's ranking twice (decision + dense recall)
         if self._last_query is None or self._last_query[0] != query:
-            self._last_query = (query, self.embedder.embed_queries([query])[0])
+            self._last_query = (query, self.index.embedder.embed_queries([query])[0])
         return self._last_query[1]
 
     # --- the decision --------------------------------------------------------------------------------------
@@ -331,10 +301,10 @@ class Router:
             if recorded:
                 continue
             # no record of any call: what routing would pick for that request, by the same relevance test
-            text = for_retrieval(request, self.cfg.expand)
-            qvec = self.embedder.embed_queries([text])[0]
+            text = for_retrieval(request, self.cfg.retrieval.expand)
+            qvec = self.index.embedder.embed_queries([text])[0]
             cands = self.retrieve(request, allowed, qvec=qvec)
-            if cands and self._relevance(qvec, cands[: self.cfg.pool], allowed)[0]:
+            if cands and self._relevance(qvec, cands[: self.cfg.retrieval.pool], allowed)[0]:
                 return PreviousTurn(request, cands[0].key)
         return None
 
@@ -346,7 +316,7 @@ class Router:
         than any tool or tool request (docs/measurements.md#relevance)."""
         best_dense = max(c.dense for c in pool)
         relevant = best_dense >= self.calibration.floor(allowed)
-        if not self.cfg.exemplars:
+        if not self.cfg.no_tool.exemplars:
             return relevant, False, None
         ex_sim, request_sim = self.calibration.nearest(qvec, allowed)
         small_talk = looks_like_no_tool(ex_sim, max(best_dense, request_sim))
@@ -355,7 +325,7 @@ class Router:
     def follow_up(self, query: str, history: Sequence[dict[str, str]], previous: PreviousTurn | None) -> bool:
         """Whether ``query`` is routed as a follow-up of ``previous`` (history, a cue word, the switch on)."""
         return (
-            self.cfg.followups
+            self.cfg.followups.enabled
             and previous is not None
             and bool(history)
             and previous.tool in self.tools
@@ -400,7 +370,7 @@ class Router:
                 judge_ms=judge_ms,
             )
 
-        if odds is not None and odds < self.cfg.judge_threshold:
+        if odds is not None and odds < self.cfg.judge.threshold:
             # the judge says general knowledge answers it: no tool, and no decision to wait for
             return without_decision("no-tool", None)
         # Below the floor nothing fits, and the LLM reranker, asked to choose among candidates, tends to choose
@@ -410,12 +380,12 @@ class Router:
         if not escalate or self.reranker is None or small_talk or (not relevant and not history):
             decision: Decision = ("escalated" if escalate else "auto") if relevant else "no-tool"
             return without_decision(decision, cands[0].key if relevant else None)
-        hint = following if self.cfg.followup_hint else None
+        hint = following if self.cfg.followups.hint else None
         t_decide = time.perf_counter()
         res = self.reranker.rerank(query, state.pool_tools, history, previous=hint)
         decision_ms = (time.perf_counter() - t_decide) * 1e3
         choice = res.choice
-        if choice is None and following is not None and self.cfg.followup_none_fallback:
+        if choice is None and following is not None and self.cfg.followups.none_fallback:
             # a follow-up that passed the small-talk test leans on a tool turn: "none" is the small model's doubt
             choice = pool[0].key
         decision = "escalated" if choice is not None else "no-tool"
@@ -433,8 +403,8 @@ class Router:
         what the rest needs."""
         gate, _ = self.calibration.ensure()  # calibrates on first use and after a tool change
         t0 = time.perf_counter()
-        qvec = self._embed_query(for_retrieval(query, self.cfg.expand))
-        if previous is None and self.cfg.followups and history and leans_on(query):
+        qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand))
+        if previous is None and self.cfg.followups.enabled and history and leans_on(query):
             previous = self.previous_of(history, allowed)  # a caller that kept no record of its calls
         following = previous if self.follow_up(query, history, previous) else None
         if following is not None and names_own_object(query):
@@ -445,14 +415,16 @@ class Router:
                 following = None
         cands = self.retrieve(query, allowed, qvec=qvec, previous=following, history=history)
         margin, reordered = self._confidence(cands)
-        pool = cands[: self.cfg.pool]
+        pool = cands[: self.cfg.retrieval.pool]
         if not cands:
             return RouteResult([], "no-tool", None, margin, (time.perf_counter() - t0) * 1e3)
         if following is not None:
-            pool = self._keep_related(cands[: self.cfg.followup_pool or self.cfg.pool], cands, following)
-        points_back = self.cfg.escalate_back_references and bool(history) and refers_back(query)
-        points_back = points_back or (following is not None and self.cfg.followup_escalate)
-        escalate = self.cfg.always_escalate or (self.cfg.gate and (not gate.decide(margin) or points_back or reordered))
+            pool = self._keep_related(cands[: self.cfg.followups.pool or self.cfg.retrieval.pool], cands, following)
+        points_back = self.cfg.gate.escalate_back_references and bool(history) and refers_back(query)
+        points_back = points_back or (following is not None and self.cfg.followups.escalate)
+        escalate = self.cfg.gate.always_escalate or (
+            self.cfg.gate.enabled and (not gate.decide(margin) or points_back or reordered)
+        )
         relevant, small_talk, ex_sim = self._relevance(qvec, pool, allowed)
         judge_tools = self._judge_tools(query, allowed) if relevant and following is None else None
         pool_tools = [self.tools[c.key] for c in pool]
@@ -463,9 +435,9 @@ class Router:
     def _judge_tools(self, query: str, allowed: set[str] | None) -> list[Tool] | None:
         """The tools the relevance judge is shown for a request retrieval would give a tool; None when it is not
         asked: no judge, switched off, or (``judge_ask="no_object"``) the request names an object of its own."""
-        if self.judge is None or not self.cfg.judge:
+        if self.judge is None or not self.cfg.judge.enabled:
             return None
-        if self.cfg.judge_ask == "no_object" and names_concrete_object(query):
+        if self.cfg.judge.ask == "no_object" and names_concrete_object(query):
             return None
         return list(self.tools.values()) if allowed is None else [self.tools[k] for k in allowed if k in self.tools]
 
@@ -473,12 +445,12 @@ class Router:
         """``pool`` with the previous tool and its closest siblings in it (they replace the pool's tail): the
         decision can only pick what it is shown."""
         related = [previous.tool, *self._siblings(self.tools[previous.tool])]
-        want = related[: self.cfg.followup_keep]
+        want = related[: self.cfg.followups.keep]
         have = {c.key for c in pool}
         extra = [c for c in cands if c.key in want and c.key not in have]
         if extra:
             pool = pool[: max(0, len(pool) - len(extra))] + extra
-        if self.cfg.followup_related_first:
+        if self.cfg.followups.related_first:
             # listed first, so the decision reads them described (llm_choice describes the first ten)
             pool = [c for c in pool if c.key in related] + [c for c in pool if c.key not in related]
         return pool
@@ -487,69 +459,55 @@ class Router:
 # --- the factory -----------------------------------------------------------------------------------------------
 
 
-def create_decision(
-    options: RouterOptions, engine: Engine | None = None, remote: RemoteBackend | None = None
-) -> Reranker | None:
-    """The reranker ``options`` name (None for ``"none"``). An LLM decision runs on ``remote`` when one is given (a
-    server; only ``llm-choice`` can, as it needs no logits), else on ``engine``'s sidecar sequence when one is given
-    (one model serves routing, arguments and answers), else on its own small engine."""
+def create_decision(options: RouterOptions, backend: Backend | None = None) -> Reranker | None:
+    """The reranker ``options`` name (None for ``"none"``). An LLM decision asks ``backend``'s decider (the agent's
+    engine or server: one model serves routing, arguments and answers), or, without one, an engine of its own."""
     name = options.reranker
     if name == "none":
         return None
     if not reranker_class(name).uses_llm:
         return create_reranker(name, model=options.reranker_model)
-    if remote is not None:
-        if name != "llm-choice":
-            raise ValueError(f"reranker {name!r} reads the model's logits; on a remote engine use llm-choice")
-        return RemoteChoiceReranker(remote)
-    splice = SpliceConfig(mode=options.splice)
-    if engine is not None:
-        return create_reranker(name, llm=PrefixCachedLLM(engine=engine, seq=SIDECAR, splice=splice))
-    model = options.reranker_model or defaults.CHAT_MODEL
-    return create_reranker(name, llm=standalone_llm(model, options.threads, splice))
+    if backend is None:
+        backend = LocalBackend.open(options.reranker_model or defaults.CHAT_MODEL, options.threads)
+    return create_reranker(name, decider=backend.decider(options.splice))
 
 
-def create_judge(reranker: Reranker | None) -> Judge | None:
-    """The relevance judge over an LLM decision's engine, in its own sequence (``RELEVANCE``), so its pinned
-    instructions and the decision's pinned head do not evict each other (or on its server, for a remote decision);
-    None when there is no LLM decision."""
-    if isinstance(reranker, RemoteChoiceReranker):
-        return RemoteRelevanceJudge(reranker.backend)
-    llm = getattr(reranker, "llm", None)
-    if not isinstance(llm, PrefixCachedLLM):
+def create_judge(reranker: Reranker | None) -> RelevanceJudge | None:
+    """The relevance judge on an LLM decision's decider (in a lane of its own, so its pinned instructions and the
+    decision's pinned head do not evict each other); None without an LLM decision."""
+    if reranker is None or reranker.decider is None:
         return None
     try:
-        return RelevanceJudge(PrefixCachedLLM(engine=llm.engine, seq=RELEVANCE))
+        return RelevanceJudge(reranker.decider)
     except ValueError as e:  # a vocabulary without one-token answers: the embedding tests decide alone
-        log.warning("relevance judge off for %s: %s", llm.engine.model.path.name, e)
+        log.warning("relevance judge off (%s): %s", reranker.decider.label, e)
         return None
 
 
 def build_router(
     tools: Iterable[Tool],
     options: RouterOptions | None = None,
-    engine: Engine | None = None,
+    backend: Backend | None = None,
     *,
     embedder: Embedder | None = None,
     reranker: Reranker | None = None,
     tuning: RouterConfig | None = None,
-    remote: RemoteBackend | None = None,
 ) -> Router:
-    """A router over ``tools`` as ``options`` say (default ``RouterOptions()``); the decision as in
-    :func:`create_decision`.
+    """The one way to make a router: over ``tools``, as ``options`` say (default ``RouterOptions()``); the decision
+    as in :func:`create_decision`, on ``backend`` (the agent's local engine or its server; None: an engine of the
+    decision's own when it needs a model). Retrieval always runs here.
 
     ``embedder`` / ``reranker``: already loaded backends for ``options.embedder`` / ``options.reranker``, shared
     by several routers (the agent keeps one embedder per process; a benchmark one LLM for all its routers);
     ``reranker`` is not used when ``options.reranker`` is ``"none"``. ``tuning``: the pipeline knobs options do not
-    cover (benchmarks' ablations); options' own knobs are set on it (:meth:`RouterOptions.config`). ``remote``: the
-    decision and the relevance judge ask that server instead (``--engine``); retrieval stays here.
+    cover (benchmarks' ablations); options' own knobs are set on it (:meth:`RouterOptions.config`).
     """
     options = options or RouterOptions()
     emb = embedder or create_embedder(options.embedder, options.embedder_model)
     if options.reranker == "none":
         reranker = None
     elif reranker is None:
-        reranker = create_decision(options, engine, remote)
+        reranker = create_decision(options, backend)
     cfg = options.config(tuning)
-    judge = create_judge(reranker) if cfg.judge else None
+    judge = create_judge(reranker) if cfg.judge.enabled else None
     return Router(tools, emb, cfg, reranker, judge=judge)

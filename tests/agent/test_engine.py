@@ -63,9 +63,9 @@ def test_prompt_larger_than_the_context_is_refused_cleanly(engine: Engine) -> No
 
 
 def test_the_llm_decision_keeps_its_system_prompt_warm_across_turns(engine: Engine) -> None:
+    from nexus_agent.backend import LocalBackend
     from nexus_agent.registry import Tool
     from nexus_agent.routing.rerank.llm_choice import LLMChoiceReranker
-    from nexus_agent.routing.rerank.session import PrefixCachedLLM
 
     schema = {"type": "object", "properties": {}}
     cands = [
@@ -73,14 +73,15 @@ def test_the_llm_decision_keeps_its_system_prompt_warm_across_turns(engine: Engi
         Tool("slack", "slack_post_message", "Post a message to a Slack channel.", schema),
     ]
     with engine.turn():
-        rr = LLMChoiceReranker(llm=PrefixCachedLLM(engine=engine, seq=SIDECAR))
+        decider = LocalBackend(engine).decider()
+        rr = LLMChoiceReranker(decider)
         rr.rerank("what time is it in Tokyo?", cands)
     # another turn uses the main lane in between; the sidecar's slot keeps the decision's head
     engine.generate(engine.model.tokenize("An unrelated answer in the main lane"), max_tokens=4, keep=False)
     with engine.turn():
         assert rr.head_tokens > 100  # the instructions and worked examples
         assert engine.lane(SIDECAR).exact >= rr.head_tokens  # still held, exactly as a prefill computes it
-        before = rr.llm.n_decoded
+        before = decider.n_decoded
         res = rr.rerank("post 'build is green' to #ci", cands)
         # only the request's own part (and the few name tokens picked) is decoded
-        assert rr.llm.n_decoded - before <= res.n_prompt_tokens - rr.head_tokens + 8
+        assert decider.n_decoded - before <= res.n_prompt_tokens - rr.head_tokens + 8

@@ -14,7 +14,7 @@ from nexus_agent.agent.args import ArgumentWriter
 from nexus_agent.agent.events import Event
 from nexus_agent.agent.history import Conversation, Turn, carries_nothing, surrogate
 from nexus_agent.agent.prompts import SYSTEM_CHAT
-from nexus_agent.agent.routing_adapter import AgentRouter, build_router
+from nexus_agent.agent.routing_adapter import AgentRouter
 from nexus_agent.agent.turn import (
     CallResult,
     RouteOutcome,
@@ -28,6 +28,7 @@ from nexus_agent.backend import LocalBackend
 from nexus_agent.engine import CHAT, Engine, EngineConfig
 from nexus_agent.registry import Registry, Tool, load_registry
 from nexus_agent.routing.followup import PreviousTurn
+from nexus_agent.routing.options import RouterOptions
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,7 @@ def engine() -> Engine:
 
 @pytest.fixture(scope="module")
 def router(tools: dict[str, Tool]) -> AgentRouter:
-    return build_router(list(tools.values()), None, "minilm", reranker=None)
+    return AgentRouter.create(list(tools.values()), RouterOptions(embedder="minilm"), None)
 
 
 @pytest.fixture
@@ -446,7 +447,7 @@ def test_surrogate_keeps_identifying_fields() -> None:
 
 
 def test_list_changed_diff_updates_routing_incrementally(tools: dict[str, Tool]) -> None:
-    router = build_router(list(tools.values()), None, "minilm", reranker=None)
+    router = AgentRouter.create(list(tools.values()), RouterOptions(embedder="minilm"), None)
     forecast = Tool(
         server="weather",
         name="get_forecast",

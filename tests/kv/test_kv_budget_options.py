@@ -49,11 +49,22 @@ def test_the_smallest_budget_holds_the_sink_the_recent_window_and_room() -> None
         KVBudget(127)
 
 
-def test_the_cli_and_the_api_offer_exactly_the_registered_policies() -> None:
-    from typing import get_args
+def test_every_registered_policy_is_offered_and_any_other_is_refused_by_name() -> None:
+    """The choices come from the registry alone: whatever it holds is accepted everywhere, anything else is refused
+    with the registry's list (the CLI, the API and the engine share one check)."""
+    from nexus_agent.engine import EngineConfig
+    from nexus_agent.kv.policies import EVICT_CHOICES, POLICIES
 
-    from nexus_agent.cli.cmd_run import Evict
-    from nexus_agent.kv.policies import EVICT_CHOICES
-
-    assert {e.value for e in Evict} == set(EVICT_CHOICES)
-    assert set(get_args(AgentConfig.model_fields["evict"].annotation)) == set(EVICT_CHOICES)
+    assert set(EVICT_CHOICES) == {*POLICIES, "none"}
+    for name in EVICT_CHOICES:
+        assert AgentConfig(evict=name).evict == name and EngineConfig(evict=name).evict == name
+    assert AgentConfig.model_json_schema()["properties"]["evict"]["enum"] == list(EVICT_CHOICES)
+    with pytest.raises(ValidationError, match="unknown eviction policy 'lru'"):
+        AgentConfig(evict="lru")
+    with pytest.raises(ValueError, match="unknown eviction policy 'lru'"):
+        EngineConfig(evict="lru")
+    if not app.registered_commands:
+        _register_all()
+    res = CliRunner().invoke(app, ["run", "--mcp", "github", "-p", "hi", "--evict", "lru"])
+    assert res.exit_code == 2 and "unknown eviction policy 'lru'" in res.output
+    assert all(name in res.output for name in POLICIES)

@@ -1,20 +1,21 @@
-"""The relevance judge reads yes/no logits through ``DecisionLLM``, and the router acts on it only where asked."""
+"""The relevance judge reads yes/no logits through the backend's ``Decider``, and the router acts on it only where
+asked."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pytest
-from test_decision_llm import CharLLM
+from test_decision_llm import CharLLM, decider
 from test_router import HashEmbedder
 
 from nexus_agent.registry import Tool, load_registry
 from nexus_agent.routing.followup import PreviousTurn
 from nexus_agent.routing.judge import RelevanceJudge, _servers_line, names_concrete_object
+from nexus_agent.routing.options import GateConfig, NoToolConfig, RetrievalConfig
 from nexus_agent.routing.router import Router, RouterConfig
 
 
@@ -56,14 +57,14 @@ def _tools(registry_dir: Path) -> list[Tool]:
 def test_the_judge_scores_yes_over_no_behind_its_instructions(registry_dir: Path) -> None:
     tools = _tools(registry_dir)[:5]
     llm = WordLLM(yes_logit=2.0)
-    judge = RelevanceJudge(llm)
+    judge = RelevanceJudge(decider(llm))
     j = judge.judge("list my gists", tools)
     # two spellings of each letter: logsumexp(2 × 2.0) - logsumexp(2 × 0.0) = 2.0
     assert j.log_odds == pytest.approx(2.0, abs=1e-6) and j.ms >= 0.0
     head = llm.prompts[-1][: judge.head_tokens(_servers_line(tools))]
     assert head.endswith("<user>") and "list my gists" not in head  # the instructions and the worked examples
     assert "by service:\n- github: " in head and "add_comment_to_pending_review" in head
-    assert RelevanceJudge(WordLLM(yes_logit=-3.0)).judge("hi", tools).log_odds == pytest.approx(-3.0, abs=1e-6)
+    assert RelevanceJudge(decider(WordLLM(yes_logit=-3.0))).judge("hi", tools).log_odds == pytest.approx(-3.0, abs=1e-6)
 
 
 def test_a_vocabulary_without_one_token_answers_is_refused() -> None:
@@ -72,13 +73,17 @@ def test_a_vocabulary_without_one_token_answers_is_refused() -> None:
             return [ord(c) for c in text] + [0]  # no answer letter is one token
 
     with pytest.raises(ValueError, match="tell"):
-        RelevanceJudge(Chars(0.0))
+        RelevanceJudge(decider(Chars(0.0)))
 
 
-def _router(registry_dir: Path, yes_logit: float, **cfg: object) -> tuple[Router, WordLLM]:
+def _router(registry_dir: Path, yes_logit: float, **judge: object) -> tuple[Router, WordLLM]:
     llm = WordLLM(yes_logit)
-    base = RouterConfig(synthetic=False, tau=0.0, min_dense=0.0, exemplars=False)
-    r = Router(_tools(registry_dir), HashEmbedder(), replace(base, **cfg), judge=RelevanceJudge(llm))
+    base = RouterConfig(
+        retrieval=RetrievalConfig(synthetic=False),
+        gate=GateConfig(tau=0.0),
+        no_tool=NoToolConfig(min_dense=0.0, exemplars=False),
+    )
+    r = Router(_tools(registry_dir), HashEmbedder(), base.tuned(judge=judge), judge=RelevanceJudge(decider(llm)))
     return r, llm
 
 
@@ -93,7 +98,7 @@ def test_the_router_turns_a_request_away_when_the_judge_says_no(registry_dir: Pa
     res = r.route("list the gists of user octocat please")
     assert res.tool == "github__list_gists" and res.judge_log_odds == pytest.approx(2.0, abs=1e-6)
     # the threshold is the config's
-    r, _ = _router(registry_dir, yes_logit=0.5, judge_threshold=1.0)
+    r, _ = _router(registry_dir, yes_logit=0.5, threshold=1.0)
     assert r.route("list the gists of user octocat please").tool is None
 
 
@@ -103,14 +108,14 @@ def test_the_judge_is_not_asked_where_it_is_not_needed(registry_dir: Path) -> No
     res = r.route("list the open issues in acme/api")
     assert res.tool is not None and res.judge_log_odds is None and llm.prompts == []
     # unless it is asked always
-    r2, _ = _router(registry_dir, yes_logit=-5.0, judge_ask="always")
+    r2, _ = _router(registry_dir, yes_logit=-5.0, ask="always")
     assert r2.route("list the open issues in acme/api").tool is None
     # a follow-up: the judge does not see the conversation it leans on
     hist = [{"role": "user", "content": "list the gists of user octocat"}, {"role": "assistant", "content": "3 gists"}]
     res = r.route("and the second one?", hist, previous=PreviousTurn("list the gists", "github__list_gists"))
     assert res.judge_log_odds is None
     # switched off
-    r3, _ = _router(registry_dir, yes_logit=-5.0, judge=False)
+    r3, _ = _router(registry_dir, yes_logit=-5.0, enabled=False)
     res = r3.route("what is a gist")
     assert res.tool is not None and res.judge_log_odds is None
 

@@ -10,6 +10,7 @@ import pytest
 from nexus_agent.registry import load_registry
 from nexus_agent.routing.docs import tool_document
 from nexus_agent.routing.embedders import create_embedder
+from nexus_agent.routing.options import GateConfig, NoToolConfig, RetrievalConfig
 
 pytestmark = pytest.mark.real_model
 
@@ -64,9 +65,9 @@ def test_gemma_uses_the_model_prompts() -> None:
 
 @pytest.mark.parametrize("model", ["qwen0.5b", "tiny"])
 def test_name_fsm_on_real_tokenizer(model: str, tools: list) -> None:  # type: ignore[type-arg]
+    from nexus_agent.backend.trie import TokenNameFSM
     from nexus_agent.llm.model import LlamaModel
     from nexus_agent.models import resolve
-    from nexus_agent.routing.trie import TokenNameFSM
 
     m = LlamaModel(resolve(model))
     names = sorted({t.name for t in tools})
@@ -123,7 +124,7 @@ def test_no_tool_exemplars_on_the_real_router(registry_dir: Path) -> None:
     emb = create_embedder("minilm-tools")
     fp = {}
     for on in (True, False):
-        r = Router(tools, emb, RouterConfig(exemplars=on, gate=False))
+        r = Router(tools, emb, RouterConfig(no_tool=NoToolConfig(exemplars=on), gate=GateConfig(enabled=False)))
         fp[on] = sum(r.route(q).tool is not None for q in queries) / len(queries)
         if on:
             github = [(q, w) for q, w in EASY if w.startswith("github__")]
@@ -144,10 +145,10 @@ def test_a_question_is_not_routed_to_a_tool_that_changes_things(registry_dir: Pa
     writes = {t.qualified_name for t in tools if t.read_only_hint is False}
     emb = create_embedder("minilm-tools")
     ask, command = "is acme/api#12 still open?", "can you close acme/api#12?"
-    penalty = RouterConfig().question_write_penalty
+    penalty = RouterConfig().retrieval.question_write_penalty
     top = {}
     for p in (0.0, penalty):
-        r = Router(tools, emb, RouterConfig(question_write_penalty=p))
+        r = Router(tools, emb, RouterConfig(retrieval=RetrievalConfig(question_write_penalty=p)))
         top[p] = {q: r.route(q).candidates[0].key for q in (ask, command)}
     assert top[0.0][ask] in writes  # the failure this guards against
     assert top[penalty][ask] not in writes

@@ -18,6 +18,7 @@ from nexus_agent.routing.docs import tool_document
 from nexus_agent.routing.embedders.base import Embedder, Vectors
 from nexus_agent.routing.followup import PreviousTurn
 from nexus_agent.routing.lexical import BM25Index, tokenize
+from nexus_agent.routing.options import GateConfig, NoToolConfig, RetrievalConfig
 from nexus_agent.routing.rerank.base import Reranker, RerankResult
 from nexus_agent.routing.router import Candidate, Decision, Router, RouterConfig, RouteResult
 
@@ -47,14 +48,16 @@ def _tools(registry_dir: Path) -> list[Tool]:
 
 def test_route_add_remove_replace(registry_dir: Path) -> None:
     tools = _tools(registry_dir)
-    r = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0))
+    r = Router(
+        tools, HashEmbedder(), RouterConfig(retrieval=RetrievalConfig(synthetic=False), gate=GateConfig(tau=0.0))
+    )
     res = r.route("list the gists of user octocat")
     assert res.tool == "github__list_gists"
     assert res.decision == "auto"
     assert res.candidates[0].key == "github__list_gists"
-    assert len(res.candidates) == r.cfg.pool
+    assert len(res.candidates) == r.cfg.retrieval.pool
     r.remove_tools(["github__list_gists"])
-    assert "github__list_gists" not in r.slb
+    assert "github__list_gists" not in r.index.slb
     assert r.route("list the gists of user octocat").tool != "github__list_gists"
     gist = next(t for t in tools if t.name == "list_gists")
     r.add_tools([gist])
@@ -62,27 +65,39 @@ def test_route_add_remove_replace(registry_dir: Path) -> None:
     # replace: the same key with a new description is re-embedded
     renamed = Tool(gist.server, gist.name, "Water the office plants and feed the fish.", gist.input_schema)
     r.replace_tools([renamed])
-    assert len(r.slb) == len(tools)
+    assert len(r.index.slb) == len(tools)
     assert r.route("water the plants and feed the fish").tool == "github__list_gists"
 
 
 def test_gate_escalates_low_margin_and_relevance_floor(registry_dir: Path) -> None:
     tools = _tools(registry_dir)
-    r = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=10.0, min_dense=0.0))
+    r = Router(
+        tools,
+        HashEmbedder(),
+        RouterConfig(
+            retrieval=RetrievalConfig(synthetic=False), gate=GateConfig(tau=10.0), no_tool=NoToolConfig(min_dense=0.0)
+        ),
+    )
     res = r.route("list the gists of user octocat")
     assert res.decision == "escalated" and res.escalated  # no margin can reach τ = 10
     assert res.tool == res.candidates[0].key  # without a reranker the retrieval top-1 stands
-    r2 = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0, min_dense=0.99))
+    r2 = Router(
+        tools,
+        HashEmbedder(),
+        RouterConfig(
+            retrieval=RetrievalConfig(synthetic=False), gate=GateConfig(tau=0.0), no_tool=NoToolConfig(min_dense=0.99)
+        ),
+    )
     res2 = r2.route("list the gists of user octocat")
     assert res2.decision == "no-tool" and res2.tool is None
 
 
 def test_calibration_is_cached_and_percentile(registry_dir: Path) -> None:
-    r = Router(_tools(registry_dir), HashEmbedder(), RouterConfig(synthetic=False))
+    r = Router(_tools(registry_dir), HashEmbedder(), RouterConfig(retrieval=RetrievalConfig(synthetic=False)))
     cal = r.calibrate()
     assert cal["n_queries"] > 5
     assert cal["tau"] <= cal["margin_p50"]  # 20th percentile ≤ median
-    assert r.gate is not None and r.gate.tau == pytest.approx(cal["tau"])
+    assert r.calibration.gate is not None and r.calibration.gate.tau == pytest.approx(cal["tau"])
     assert r.calibrate() == cal  # second call reads the cache file
 
 
@@ -108,7 +123,7 @@ def test_eval_runner_keys_and_sampling(registry_dir: Path, tmp_path: Path, summa
     allowed = sample_allowed(profile, items[1], 10, random.Random(0))
     assert allowed is not None and len(allowed) == 10 and items[1].gold <= allowed
     assert sample_allowed(profile, items[0], 500, random.Random(0)) is None
-    r = Router(reg.profile("github_all"), HashEmbedder(), RouterConfig(synthetic=False))
+    r = Router(reg.profile("github_all"), HashEmbedder(), RouterConfig(retrieval=RetrievalConfig(synthetic=False)))
     s, res = evaluate(r, items, profile, n_tools=10, seed=1)
     assert summary_keys <= s.keys(), summary_keys - s.keys()
     assert s["n"] == 3 and len(res) == 3
@@ -142,24 +157,28 @@ def test_slb_cache_file_skips_reembedding(registry_dir: Path, tmp_path: Path) ->
 
     tools = _tools(registry_dir)[:20]
     e1 = CountingEmbedder()
-    r1 = Router(tools, e1, RouterConfig(synthetic=False))
+    r1 = Router(tools, e1, RouterConfig(retrieval=RetrievalConfig(synthetic=False)))
     assert e1.calls == 20
     assert list((nexus_home() / "slb").glob("*.npz"))
     e2 = CountingEmbedder()
-    r2 = Router(tools, e2, RouterConfig(synthetic=False))
+    r2 = Router(tools, e2, RouterConfig(retrieval=RetrievalConfig(synthetic=False)))
     assert e2.calls == 0  # loaded from $NEXUS_HOME/slb/<embedder>-<registry hash>.npz
     q = e1.embed_queries(["list gists"])[0]
-    np.testing.assert_array_equal(r1.slb.scores(q), r2.slb.scores(q))
+    np.testing.assert_array_equal(r1.index.slb.scores(q), r2.index.slb.scores(q))
     # a changed tool set is a different key: only the new tool's text is embedded (text cache)
-    r3 = Router(_tools(registry_dir)[:21], e2, RouterConfig(synthetic=False))
-    assert e2.calls == 1 and len(r3.slb) == 21
+    r3 = Router(_tools(registry_dir)[:21], e2, RouterConfig(retrieval=RetrievalConfig(synthetic=False)))
+    assert e2.calls == 1 and len(r3.index.slb) == 21
 
 
 def test_lexical_scores_are_normalised_within_the_allowed_subset(registry_dir: Path) -> None:
     tools = _tools(registry_dir)
     # "max" normalisation, where the reference is the best eligible score alone (the default also floors it at
     # half the query's known-word idf, tested below)
-    r = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0, bm25_norm="max"))
+    r = Router(
+        tools,
+        HashEmbedder(),
+        RouterConfig(retrieval=RetrievalConfig(synthetic=False, bm25_norm="max"), gate=GateConfig(tau=0.0)),
+    )
     q = "list the gists of user octocat"
     full = {c.key: c for c in r.retrieve(q)}
     assert full["github__list_gists"].lexical == pytest.approx(1.0)  # the best lexical match overall
@@ -174,17 +193,19 @@ def test_lexical_scores_are_normalised_within_the_allowed_subset(registry_dir: P
 
 def test_relevance_floor_is_recomputed_for_an_allowed_subset(registry_dir: Path) -> None:
     tools = _tools(registry_dir)
-    r = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0))
+    r = Router(
+        tools, HashEmbedder(), RouterConfig(retrieval=RetrievalConfig(synthetic=False), gate=GateConfig(tau=0.0))
+    )
     r.calibrate()
-    assert r.min_dense is not None
-    everything = set(r.slb.keys)
+    assert r.calibration.min_dense is not None
+    everything = set(r.index.slb.keys)
     # over the whole registry the subset statistic is the calibrated floor itself
-    assert r.calibration.subset_floor(everything) == pytest.approx(r.min_dense, abs=1e-6)
+    assert r.calibration.subset_floor(everything) == pytest.approx(r.calibration.min_dense, abs=1e-6)
     few = set(sorted(everything)[:5])
-    assert r.calibration.subset_floor(few) <= r.min_dense  # fewer tools → weaker best matches → lower floor
+    assert r.calibration.subset_floor(few) <= r.calibration.min_dense  # fewer tools → weaker best matches → lower floor
     assert r.calibration.subset_floor(set()) == float("inf")
     assert r.calibration.floor(few) == r.calibration.subset_floor(few)
-    assert r.calibration.floor() == r.min_dense
+    assert r.calibration.floor() == r.calibration.min_dense
 
 
 class Recording(Reranker):
@@ -208,7 +229,14 @@ class Recording(Reranker):
 
 def test_below_the_floor_the_reranker_is_asked_only_when_history_may_explain_the_request(registry_dir: Path) -> None:
     rr = Recording()
-    r = Router(_tools(registry_dir), HashEmbedder(), RouterConfig(synthetic=False, tau=10.0, min_dense=0.99), rr)
+    r = Router(
+        _tools(registry_dir),
+        HashEmbedder(),
+        RouterConfig(
+            retrieval=RetrievalConfig(synthetic=False), gate=GateConfig(tau=10.0), no_tool=NoToolConfig(min_dense=0.99)
+        ),
+        rr,
+    )
     res = r.route("tell me a joke about penguins")
     assert res.decision == "no-tool" and res.tool is None and rr.calls == 0
     hist = [{"role": "user", "content": "show acme/api"}, {"role": "assistant", "content": "done"}]
@@ -220,14 +248,17 @@ def test_below_the_floor_the_reranker_is_asked_only_when_history_may_explain_the
 
 
 def test_a_request_that_points_back_goes_to_the_reranker_when_there_is_history(registry_dir: Path) -> None:
-    from dataclasses import replace
 
     from nexus_agent.routing.query import refers_back
 
     assert refers_back("reopen it") and refers_back("any similar reports in That repo?")
     assert not refers_back("list the open issues in acme/api") and not refers_back("italic items")
     rr = Recording()
-    cfg = RouterConfig(synthetic=False, tau=0.0, min_dense=0.0, exemplars=False)  # the margin never escalates
+    cfg = RouterConfig(
+        retrieval=RetrievalConfig(synthetic=False),
+        gate=GateConfig(tau=0.0),
+        no_tool=NoToolConfig(min_dense=0.0, exemplars=False),
+    )  # the margin never escalates
     r = Router(_tools(registry_dir), HashEmbedder(), cfg, rr)
     hist = [{"role": "user", "content": "close issue 1 in acme/api"}, {"role": "assistant", "content": "Closed."}]
     res = r.route("reopen it", history=hist)
@@ -235,10 +266,15 @@ def test_a_request_that_points_back_goes_to_the_reranker_when_there_is_history(r
     assert r.route("reopen it").escalated is False and rr.calls == 1  # nothing earlier to point at
     assert r.route("list the open issues in acme/api", history=hist).escalated is False and rr.calls == 1
     r = Router(
-        _tools(registry_dir), HashEmbedder(), replace(cfg, escalate_back_references=False, followup_escalate=False), rr
+        _tools(registry_dir),
+        HashEmbedder(),
+        cfg.tuned(gate={"escalate_back_references": False}, followups={"escalate": False}),
+        rr,
     )
     assert r.route("reopen it", history=hist).escalated is False and rr.calls == 1
-    r = Router(_tools(registry_dir), HashEmbedder(), replace(cfg, gate=False), rr)  # --no-gate: top-1 is final
+    r = Router(
+        _tools(registry_dir), HashEmbedder(), cfg.tuned(gate={"enabled": False}), rr
+    )  # --no-gate: top-1 is final
     assert r.route("reopen it", history=hist).escalated is False and rr.calls == 1
 
 
@@ -248,12 +284,26 @@ def test_a_request_nearer_a_no_tool_exemplar_than_any_tool_gets_no_tool(registry
     small_talk = "how do I tie a tie?"
     assert small_talk in no_tool_exemplars()
     tools = _tools(registry_dir)
-    r = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0, min_dense=0.0))  # floor off
+    r = Router(
+        tools,
+        HashEmbedder(),
+        RouterConfig(
+            retrieval=RetrievalConfig(synthetic=False), gate=GateConfig(tau=0.0), no_tool=NoToolConfig(min_dense=0.0)
+        ),
+    )  # floor off
     res = r.route(small_talk)
     assert res.decision == "no-tool" and res.tool is None
     assert res.exemplar_similarity == pytest.approx(1.0, abs=1e-2)
     assert r.route("list the gists of user octocat").tool == "github__list_gists"
-    off = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0, min_dense=0.0, exemplars=False))
+    off = Router(
+        tools,
+        HashEmbedder(),
+        RouterConfig(
+            retrieval=RetrievalConfig(synthetic=False),
+            gate=GateConfig(tau=0.0),
+            no_tool=NoToolConfig(min_dense=0.0, exemplars=False),
+        ),
+    )
     res_off = off.route(small_talk)
     assert res_off.tool is not None and res_off.exemplar_similarity is None
 
@@ -263,19 +313,21 @@ def test_a_tool_whose_own_requests_read_like_small_talk_keeps_them(registry_dir:
     # question must still be routed to, and only while that tool is one routing may pick
     q = "what is 7 times 8?"
     tools = _tools(registry_dir)
-    cfg = RouterConfig(synthetic=False, tau=0.0, min_dense=0.0)
+    cfg = RouterConfig(
+        retrieval=RetrievalConfig(synthetic=False), gate=GateConfig(tau=0.0), no_tool=NoToolConfig(min_dense=0.0)
+    )
     assert Router(tools, HashEmbedder(), cfg).route(q).tool is None
     r = Router(tools, HashEmbedder(), cfg, synthetic={"github__list_gists": [q]})
     assert r.route(q).tool is not None
     reqs, owners = r.calibration.tool_requests()
-    owner_keys = {r.slb.keys[i] for i in owners}
+    owner_keys = {r.index.slb.keys[i] for i in owners}
     assert len(reqs) == len(owners) and q in r.index.synthetic["github__list_gists"]
     assert "github__list_gists" in owner_keys
     without = {k for k in r.tools if k != "github__list_gists"}
     assert r.route(q, allowed=without).tool is None
     # a tool change rebuilds the tool side of the test
     r.remove_tools(["github__list_gists"])
-    assert "github__list_gists" not in {r.slb.keys[i] for i in r.calibration.tool_requests()[1]}
+    assert "github__list_gists" not in {r.index.slb.keys[i] for i in r.calibration.tool_requests()[1]}
     assert r.route(q).tool is None
 
 
@@ -337,16 +389,23 @@ def test_one_weak_lexical_match_is_not_stretched_to_full_evidence(registry_dir: 
     def lexical(cfg: RouterConfig, query: str) -> dict[str, float]:
         return {c.key: c.lexical for c in Router(tools, HashEmbedder(), cfg).retrieve(query)}
 
-    stretched = lexical(RouterConfig(synthetic=False, tau=0.0, bm25_norm="max"), q)
+    stretched = lexical(
+        RouterConfig(retrieval=RetrievalConfig(synthetic=False, bm25_norm="max"), gate=GateConfig(tau=0.0)), q
+    )
     matched = [k for k, v in stretched.items() if v > 0]
     assert matched == ["github__create_or_update_file"]
     assert stretched[matched[0]] == pytest.approx(1.0)
-    known = lexical(RouterConfig(synthetic=False, tau=0.0), q)  # the default: "known", share 0.5
+    known = lexical(
+        RouterConfig(retrieval=RetrievalConfig(synthetic=False), gate=GateConfig(tau=0.0)), q
+    )  # the default: "known", share 0.5
     assert 0 < known[matched[0]] < 0.75
     # a request whose words one tool matches well keeps its full lexical evidence
-    assert max(lexical(RouterConfig(synthetic=False, tau=0.0), "list the gists of user octocat").values()) == (
-        pytest.approx(1.0)
-    )
+    assert max(
+        lexical(
+            RouterConfig(retrieval=RetrievalConfig(synthetic=False), gate=GateConfig(tau=0.0)),
+            "list the gists of user octocat",
+        ).values()
+    ) == (pytest.approx(1.0))
 
 
 def test_known_idf_counts_only_words_some_tool_has(registry_dir: Path) -> None:
@@ -363,8 +422,16 @@ def test_a_question_lowers_only_the_tools_that_declare_they_change_things(regist
     tools = _tools(registry_dir)
     hint = {t.qualified_name: t.read_only_hint for t in tools}
     assert {True, False} <= set(hint.values())
-    base = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0, question_write_penalty=0.0))
-    pen = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0, question_write_penalty=0.15))
+    base = Router(
+        tools,
+        HashEmbedder(),
+        RouterConfig(retrieval=RetrievalConfig(synthetic=False, question_write_penalty=0.0), gate=GateConfig(tau=0.0)),
+    )
+    pen = Router(
+        tools,
+        HashEmbedder(),
+        RouterConfig(retrieval=RetrievalConfig(synthetic=False, question_write_penalty=0.15), gate=GateConfig(tau=0.0)),
+    )
     for q, asks in (("is acme/api#12 still open?", True), ("can you close acme/api#12?", False)):
         before = {c.key: c.score for c in base.retrieve(q)}
         after = {c.key: c.score for c in pen.retrieve(q)}
@@ -377,8 +444,14 @@ def test_a_question_whose_top_tool_the_penalty_replaced_is_escalated_with_retrie
     registry_dir: Path,
 ) -> None:
     tools = _tools(registry_dir)
-    base = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0, question_write_penalty=0.0))
-    pen = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0))
+    base = Router(
+        tools,
+        HashEmbedder(),
+        RouterConfig(retrieval=RetrievalConfig(synthetic=False, question_write_penalty=0.0), gate=GateConfig(tau=0.0)),
+    )
+    pen = Router(
+        tools, HashEmbedder(), RouterConfig(retrieval=RetrievalConfig(synthetic=False), gate=GateConfig(tau=0.0))
+    )
     q = "is acme/api#12 closed?"
     before, after = base.route(q), pen.route(q)
     assert (before.tool, before.decision) == ("github__update_pull_request", "auto")
@@ -413,17 +486,19 @@ def test_summary_splits_accuracy_between_the_gate_and_the_decision() -> None:
 
 def test_a_tool_change_drops_the_calibration_and_the_next_route_makes_it_again(registry_dir: Path) -> None:
     tools = _tools(registry_dir)
-    cfg = RouterConfig(synthetic=False)
+    cfg = RouterConfig(retrieval=RetrievalConfig(synthetic=False))
     r = Router(tools, HashEmbedder(), cfg)
-    assert r.gate is None and r.min_dense is None  # lazy: nothing calibrated before the first route
+    assert (
+        r.calibration.gate is None and r.calibration.min_dense is None
+    )  # lazy: nothing calibrated before the first route
     r.calibrate()
     bm25 = r.index.bm25
     r.remove_tools(["no__such_tool"])  # nothing changed: nothing dropped
-    assert r.gate is not None and r.index.bm25 is bm25
+    assert r.calibration.gate is not None and r.index.bm25 is bm25
     r.remove_tools(["github__list_gists"])
-    assert r.gate is None and r.min_dense is None and r.index.bm25 is not bm25
+    assert r.calibration.gate is None and r.calibration.min_dense is None and r.index.bm25 is not bm25
     r.route("list the gists of user octocat")
-    assert r.gate is not None and r.min_dense is not None
+    assert r.calibration.gate is not None and r.calibration.min_dense is not None
     # the same as a router built over the new tool set from the start
     fresh = Router([t for t in tools if t.name != "list_gists"], HashEmbedder(), cfg)
     assert r.calibrate() == fresh.calibrate()
@@ -438,9 +513,19 @@ def test_build_router_reads_the_options_and_sets_them_on_the_tuning(registry_dir
     assert RouterOptions().config() == RouterConfig()  # the options' defaults are the pipeline's
     assert (RouterOptions().embedder, RouterOptions().reranker) == (defaults.EMBEDDER, defaults.RERANKER)
     opts = RouterOptions(reranker="none", pool=7, gate=False, synthetic=False, hybrid=False)
-    r = build_router(tools, opts, embedder=HashEmbedder(), tuning=RouterConfig(tau=0.0, bm25_weight=0.5, pool=99))
-    assert r.reranker is None and (r.cfg.pool, r.cfg.gate, r.cfg.synthetic, r.cfg.hybrid) == (7, False, False, False)
-    assert (r.cfg.tau, r.cfg.bm25_weight) == (0.0, 0.5)
+    r = build_router(
+        tools,
+        opts,
+        embedder=HashEmbedder(),
+        tuning=RouterConfig(gate=GateConfig(tau=0.0), retrieval=RetrievalConfig(bm25_weight=0.5, pool=99)),
+    )
+    assert r.reranker is None and (
+        r.cfg.retrieval.pool,
+        r.cfg.gate.enabled,
+        r.cfg.retrieval.synthetic,
+        r.cfg.retrieval.hybrid,
+    ) == (7, False, False, False)
+    assert (r.cfg.gate.tau, r.cfg.retrieval.bm25_weight) == (0.0, 0.5)
     rr = Recording()  # an already loaded decision is used for the reranker the options name, and only then
     with_rr = build_router(tools, RouterOptions(synthetic=False), embedder=HashEmbedder(), reranker=rr)
     assert with_rr.reranker is rr
@@ -452,11 +537,14 @@ def test_build_router_reads_the_options_and_sets_them_on_the_tuning(registry_dir
 
 
 def test_a_follow_up_pulls_the_previous_tools_siblings_into_the_pool_and_asks_the_decision(registry_dir: Path) -> None:
-    from dataclasses import replace
 
     tools = load_registry(registry_dir).profile("desktop_realistic")
     rr = Recording()
-    cfg = RouterConfig(synthetic=False, tau=0.0, min_dense=0.0, exemplars=False, pool=5)
+    cfg = RouterConfig(
+        retrieval=RetrievalConfig(synthetic=False, pool=5),
+        gate=GateConfig(tau=0.0),
+        no_tool=NoToolConfig(min_dense=0.0, exemplars=False),
+    )
     r = Router(tools, HashEmbedder(), cfg, rr)
     hist = [
         {"role": "user", "content": "latest releases of acme/api?"},
@@ -481,19 +569,27 @@ def test_a_follow_up_pulls_the_previous_tools_siblings_into_the_pool_and_asks_th
         c.key for c in r.route(standalone).candidates
     ]
     # listed first, the previous tool and its siblings are the ones the decision reads described
-    first = Router(tools, HashEmbedder(), replace(cfg, followup_related_first=True), rr)
+    first = Router(tools, HashEmbedder(), cfg.tuned(followups={"related_first": True}), rr)
     head = [c.key for c in first.route(query, hist, previous=prev).candidates]
     related = {"github__list_releases", *first._siblings(first.tools["github__list_releases"])}
     n = sum(k in related for k in head)
     assert n >= 2 and set(head[:n]) <= related and sorted(head) == sorted(pool)
     # switched off, the follow-up is routed as before this existed
-    off = Router(tools, HashEmbedder(), replace(cfg, followups=False), rr)
+    off = Router(tools, HashEmbedder(), cfg.tuned(followups={"enabled": False}), rr)
     assert [c.key for c in off.route(query, hist, previous=prev).candidates] == plain[:5]
 
 
 def test_without_a_record_of_calls_the_router_finds_the_previous_tool_turn_itself(registry_dir: Path) -> None:
     tools = load_registry(registry_dir).profile("desktop_realistic")
-    r = Router(tools, HashEmbedder(), RouterConfig(synthetic=False, tau=0.0, min_dense=0.0, exemplars=False))
+    r = Router(
+        tools,
+        HashEmbedder(),
+        RouterConfig(
+            retrieval=RetrievalConfig(synthetic=False),
+            gate=GateConfig(tau=0.0),
+            no_tool=NoToolConfig(min_dense=0.0, exemplars=False),
+        ),
+    )
     noted = [
         {"role": "user", "content": "alerts in acme/api?"},
         {"role": "assistant", "content": '(used list_dependabot_alerts {"owner": "acme", "repo": "api"}) → 1 item'},
@@ -513,15 +609,18 @@ def test_without_a_record_of_calls_the_router_finds_the_previous_tool_turn_itsel
 
 
 def test_a_follow_up_the_decision_gives_no_tool_keeps_the_head_of_its_list(registry_dir: Path) -> None:
-    from dataclasses import replace
 
     tools = load_registry(registry_dir).profile("desktop_realistic")
-    cfg = RouterConfig(synthetic=False, tau=0.0, min_dense=0.0, exemplars=False, always_escalate=True)
+    cfg = RouterConfig(
+        retrieval=RetrievalConfig(synthetic=False),
+        gate=GateConfig(tau=0.0, always_escalate=True),
+        no_tool=NoToolConfig(min_dense=0.0, exemplars=False),
+    )
     hist = [{"role": "user", "content": "releases of acme/api?"}, {"role": "assistant", "content": "Two."}]
     prev = PreviousTurn("releases of acme/api?", "github__list_releases")
     r = Router(tools, HashEmbedder(), cfg, Recording(says_none=True))
     res = r.route("and the ones before that?", hist, previous=prev)
     assert res.tool == res.candidates[0].key and res.decision == "escalated"
     assert r.route("list the releases of acme/web", hist, previous=prev).tool is None  # no follow-up: "none" holds
-    off = Router(tools, HashEmbedder(), replace(cfg, followup_none_fallback=False), Recording(says_none=True))
+    off = Router(tools, HashEmbedder(), cfg.tuned(followups={"none_fallback": False}), Recording(says_none=True))
     assert off.route("and the ones before that?", hist, previous=prev).tool is None

@@ -5,7 +5,7 @@ import random
 import numpy as np
 import pytest
 
-from nexus_agent.routing.trie import NameTrie, TokenNameFSM
+from nexus_agent.backend.trie import NameTrie, TokenNameFSM
 
 NAMES = ["list_issues", "list_issue_types", "list_branches", "get_me", "get_file_contents", "issue_read", "issue_write"]
 

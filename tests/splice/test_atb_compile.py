@@ -12,9 +12,10 @@ from typer.testing import CliRunner
 
 from atb_compiler.cli import app
 from atb_compiler.compile import decision_header, gather_tools, renderings
-from nexus_agent.engine.blocks import SpliceConfig
+from nexus_agent.backend import SIDECAR, LocalBackend, LocalDecider
+from nexus_agent.backend.session import PrefixCachedLLM
+from nexus_agent.engine.blocks import SpliceConfig, Splicer
 from nexus_agent.routing.rerank.llm_choice import LLMChoiceReranker
-from nexus_agent.routing.rerank.session import PrefixCachedLLM
 
 
 @pytest.fixture
@@ -63,9 +64,10 @@ def test_the_runtime_finds_what_atb_compile_wrote(registry_dir: Path, tmp_path: 
         (d / f"{t.name}.json").write_text(json.dumps(t.to_mcp()))
     out = tmp_path / "atb"
     assert CliRunner().invoke(app, [str(d), "--model", "tiny", "-o", str(out)]).exit_code == 0
-    llm = PrefixCachedLLM("tiny", n_ctx=2048, n_threads=1, splice=SpliceConfig(mode="on", root=out))
-    assert llm.splicer is not None
-    LLMChoiceReranker(llm=llm).rerank("create a repository called demo", tools)
-    st = llm.splicer.last
-    assert st is not None and st.n_blocks == len(tools) and llm.splicer.compiled == 0
+    engine = LocalBackend.open("tiny", n_threads=1, n_ctx=2048).engine
+    splicer = Splicer(engine, SpliceConfig(mode="on", root=out))
+    llm = PrefixCachedLLM(engine, SIDECAR, splicer)
+    LLMChoiceReranker(LocalDecider(lambda lane: llm)).rerank("create a repository called demo", tools)
+    st = splicer.last
+    assert st is not None and st.n_blocks == len(tools) and splicer.compiled == 0
     assert len(renderings(tools)) == 2 * len(tools) and len(decision_header(llm, tools[0])) > 100

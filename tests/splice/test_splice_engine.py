@@ -137,7 +137,7 @@ def test_mid_block_repair_runs_in_temporary_sequences(engine: Engine, tmp_path: 
 
 
 def test_splicer_falls_back_to_text_for_a_block_of_another_header(
-    engine: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    engine: Engine, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     segs = segments(engine)
     tokens = [t for s in segs for t in s.tokens]
@@ -156,12 +156,13 @@ def test_splicer_falls_back_to_text_for_a_block_of_another_header(
     off = Splicer(engine, SpliceConfig(mode="off"))
     engine.truncate(SEQ, 0)
     assert off.prefill_segments(segs, SEQ).n_blocks == 0
-    capsys.readouterr()
+    caplog.clear()
     engine.truncate(SEQ, 0)
-    st = sp.prefill_segments(segs, SEQ)
+    with caplog.at_level("WARNING", logger="nexus_agent.engine"):
+        st = sp.prefill_segments(segs, SEQ)
     assert st.n_blocks == 2  # the rejected line was decoded as text
     assert engine.lane(SEQ).tokens == tokens
-    err = capsys.readouterr().err
+    err = caplog.text
     assert "compiled block rejected" in err and "header" in err and "prefilling text instead" in err
 
 
@@ -191,9 +192,10 @@ def test_auto_does_not_splice_when_repair_would_eat_the_saving(engine: Engine, t
 
 
 def test_a_discrete_gpu_engine_declines_once_and_prefills_text(
-    engine: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    engine: Engine, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     engine.n_gpu_layers, engine.unified_memory = 8, False
+    caplog.set_level("WARNING", logger="nexus_agent.engine")
     try:
         sp = Splicer(engine, SpliceConfig(mode="on", root=tmp_path))
         assert not sp.active
@@ -202,5 +204,5 @@ def test_a_discrete_gpu_engine_declines_once_and_prefills_text(
             assert sp.prefill_segments(segments(engine), SEQ).n_blocks == 0
     finally:
         engine.n_gpu_layers, engine.unified_memory = 0, True
-    err = capsys.readouterr().err
+    err = caplog.text
     assert err.count("splicing is off") == 1 and "discrete GPU" in err

@@ -28,7 +28,16 @@ from nexus_agent.kv.policies.snapkv import SnapKV
 from nexus_agent.kv.policies.streaming import Streaming
 
 POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Streaming, H2O, SnapKV, Nexus, Lore)}
+# what ``--evict`` / ``AgentConfig.evict`` / ``EngineConfig.evict`` accept: a policy, or none (keep every token)
 EVICT_CHOICES = (*POLICIES, "none")
+
+
+def check_evict(name: str) -> str:
+    """``name`` if it is one of :data:`EVICT_CHOICES`, else ValueError naming them (the one check of every place
+    an eviction policy enters)."""
+    if name not in EVICT_CHOICES:
+        raise ValueError(f"unknown eviction policy {name!r}; choose one of {', '.join(EVICT_CHOICES)}")
+    return name
 
 
 def make_policy(name: str, seed: int = 0) -> Policy:
@@ -39,4 +48,4 @@ def make_policy(name: str, seed: int = 0) -> Policy:
     return cls(seed=seed)
 
 
-__all__ = ["EVICT_CHOICES", "POLICIES", "Observation", "Policy", "make_policy"]
+__all__ = ["EVICT_CHOICES", "POLICIES", "Observation", "Policy", "check_evict", "make_policy"]

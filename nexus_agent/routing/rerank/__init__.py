@@ -1,5 +1,5 @@
-"""Rerankers for the escalated (low-margin) decisions, registered in :data:`RERANKERS`; the LLM ones talk to their
-model through :class:`DecisionLLM`."""
+"""Rerankers for the escalated (low-margin) decisions, registered in :data:`RERANKERS`; the LLM ones ask their model
+through a backend's :class:`~nexus_agent.backend.decision.Decider`."""
 
 from nexus_agent.routing.rerank.base import (
     RERANKERS,
@@ -9,14 +9,12 @@ from nexus_agent.routing.rerank.base import (
     register_reranker,
     reranker_class,
 )
-from nexus_agent.routing.rerank.llm import DecisionLLM
 
 # One module per backend; importing each runs its @register_reranker (none loads a model at import time).
 from nexus_agent.routing.rerank import cross_encoder, llm_choice, llm_pointwise  # noqa: F401  isort: skip
 
 __all__ = [
     "RERANKERS",
-    "DecisionLLM",
     "RerankResult",
     "Reranker",
     "create_reranker",

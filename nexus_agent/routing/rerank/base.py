@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
+from nexus_agent.backend import Decider
 from nexus_agent.registry import Tool
 from nexus_agent.routing.followup import PreviousTurn
 
@@ -27,8 +28,15 @@ class RerankResult:
 
 class Reranker(ABC):
     name: str = ""
-    # the decision asks an LLM (through ``rerank.llm.DecisionLLM``): it can run on a borrowed engine's sequence
+    # the decision asks a model through a backend's :class:`~nexus_agent.backend.decision.Decider` (its
+    # constructor takes ``decider``); the relevance judge then asks the same one
     uses_llm: ClassVar[bool] = False
+    decider: Decider | None = None
+
+    def settle(self) -> None:
+        """Work that may wait until the turn's answer is out (the decider's: compiling missing tool blocks)."""
+        if self.decider is not None:
+            self.decider.settle()
 
     @abstractmethod
     def rerank(

@@ -1,24 +1,21 @@
-"""Final decision by the local LLM over the candidates' compact signatures, constrained by the tool-name FSM.
+"""Final decision by the chat model over the candidates' compact signatures, constrained to their names.
 
 The prompt lists the pool (``name(…) — short description``, ~25 tokens each; past the first ten, the name alone)
-plus ``none``; the model then writes a tool name, and :class:`TokenNameFSM` masks every token that would not
-continue one of the listed names, so it can only pick a real candidate (or ``none``). Scores are the log-softmax,
-over the allowed first tokens, of each candidate's first token: a cheap confidence for the report; the decision
-itself is the constrained greedy decode.
+plus ``none``; the model then writes a tool name, constrained by the backend (:meth:`Decider.choose
+<nexus_agent.backend.decision.Decider.choose>`: in-process a token trie masks every token that would not continue a
+listed name; on a server, a grammar or an enum), so it can only pick a real candidate (or ``none``). Scores are the
+backend's per-name confidence (in-process, the log-softmax of each candidate's first token over the allowed ones); the
+decision itself is the constrained greedy decode.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
-from nexus_agent import defaults
+from nexus_agent.backend import SIDECAR, Decider
 from nexus_agent.registry import Tool
 from nexus_agent.routing.followup import PreviousTurn
 from nexus_agent.routing.rerank.base import Reranker, RerankResult, history_text, register_reranker
-from nexus_agent.routing.rerank.llm import DecisionLLM, standalone_llm
-from nexus_agent.routing.trie import TokenNameFSM
 from nexus_agent.signature import SignatureOptions, signature
 
 NONE = "none"
@@ -128,21 +125,17 @@ def decision_prompt(
 
 @register_reranker("llm-choice")
 class LLMChoiceReranker(Reranker):
+    """The decision on ``decider``, in the ``SIDECAR`` lane (its head stays warm there between turns)."""
+
     uses_llm = True
 
-    def __init__(self, model: str = defaults.CHAT_MODEL, n_threads: int = 2, llm: DecisionLLM | None = None) -> None:
-        self.llm = llm or standalone_llm(model, n_threads)
-        # ChatML's <|im_end|> ends the name where the vocabulary has it; models without it end on EOS/newline.
-        im_end = self.llm.tokenize("<|im_end|>")
-        ends = {self.llm.eos(), *self.llm.tokenize("\n"), *(im_end if len(im_end) == 1 else [])}
-        self._end = [t for t in ends if t >= 0]
+    def __init__(self, decider: Decider) -> None:
+        self.decider = self._ask = decider  # ``decider`` is the base class's optional view of it
         # the tokens every decision's prompt starts with (the system message); the engine's arena keeps their KV
         # warm between turns, in the sidecar's slot or as a donor for any lane
-        a, b = (
-            self.llm.render([{"role": "system", "content": _SYSTEM}, {"role": "user", "content": u}])
-            for u in ("a", "b")
+        self.head_tokens = decider.head(
+            [[{"role": "system", "content": _SYSTEM}, {"role": "user", "content": u}] for u in ("a", "b")]
         )
-        self.head_tokens = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
     def rerank(
         self,
@@ -153,22 +146,8 @@ class LLMChoiceReranker(Reranker):
     ) -> RerankResult:
         names, messages = decision_prompt(query, candidates, history, previous)
         # the candidate lines are separate segments, so a compiled block can stand in for each (--splice)
-        parts = self.llm.render_parts(messages, candidate_lines(candidates))
-        prompt = [t for p in parts for t in p.tokens]
-        fsm = TokenNameFSM([*names, NONE], self.llm.tokenize, self._end)
-        first_logits: list[np.ndarray] = []
-
-        def next_logits(prefix: list[int]) -> np.ndarray:
-            lg = self.llm.logits_after(prompt + prefix) if prefix else self.llm.logits_after_parts(parts)
-            if not prefix:
-                first_logits.append(lg)
-            return lg
-
-        chosen = fsm.decode(next_logits)
-        lg0 = first_logits[0] if first_logits else self.llm.logits_after(prompt)
-        allowed = fsm.allowed([])
-        z = lg0[allowed] - np.max(lg0[allowed])
-        logp = dict(zip(allowed, (z - np.log(np.exp(z).sum())).tolist(), strict=True))
-        scores = [float(logp.get(fsm.token_seqs[n][0], -np.inf)) for n in names]
-        choice = None if chosen == NONE else candidates[names.index(chosen)].qualified_name
-        return RerankResult(scores=scores, choice=choice, n_prompt_tokens=len(prompt))
+        res = self._ask.choose(messages, [*names, NONE], lane=SIDECAR, stable=candidate_lines(candidates))
+        # a server's unconstrained reply that names no candidate: retrieval's pick stands
+        picked = res.name if res.name is not None else (names[0] if names else NONE)
+        choice = None if picked == NONE else candidates[names.index(picked)].qualified_name
+        return RerankResult(scores=res.scores[: len(names)], choice=choice, n_prompt_tokens=res.n_prompt_tokens)

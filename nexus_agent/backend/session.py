@@ -1,11 +1,11 @@
-"""The LLM a reranker scores with: a sequence of the engine's context that reuses the KV of the longest common
-token prefix between consecutive prompts.
+"""A lane of the engine seen as a scorer: logits after a prompt, reusing the KV of the longest common token
+prefix with what any slot holds.
 
-Why: rerank prompts share a long head (instructions, the query, the candidate list); re-decoding it for every
-candidate or every query would dominate latency. Prefix reuse itself lives in ``Engine.prefill``; this class only
-adapts it to the rerankers' protocol (:class:`~nexus_agent.routing.rerank.llm.DecisionLLM`). Standalone it owns a
-small engine; inside the agent it borrows the agent's engine and its sidecar sequence, so one model serves routing,
-arguments and answers.
+Why: decision prompts share a long head (instructions, worked examples, the candidate list); re-decoding it for
+every candidate or every request would dominate latency. Prefix reuse itself lives in ``Engine.prefill``; this class
+adds the prompt's segmentation into spliceable candidate lines (``--splice``) and the logits row after it. It
+always borrows an engine (the agent's, or one a command opened for itself); :class:`~nexus_agent.backend.local.
+LocalDecider` asks it, and ``atb-compile`` uses its segmentation.
 """
 
 from __future__ import annotations
@@ -15,25 +15,20 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from nexus_agent.engine import MAIN, Engine, EngineConfig
-from nexus_agent.engine.blocks import Segment, SpliceConfig, Splicer
+from nexus_agent.engine import Engine
+from nexus_agent.engine.blocks import Segment, Splicer
 
 
 class PrefixCachedLLM:
-    def __init__(
-        self,
-        model: str = "qwen0.5b",
-        n_ctx: int = 4096,
-        n_threads: int = 2,
-        engine: Engine | None = None,
-        seq: int = MAIN,
-        splice: SpliceConfig | None = None,
-    ) -> None:
-        self.engine = engine or Engine(EngineConfig(model=model, n_ctx=n_ctx, n_threads=n_threads))
-        self.model = self.engine.model
+    """Lane ``seq`` of ``engine``; ``splicer``: where the stable segments' compiled blocks come from (None: never
+    spliced). One splicer may serve several lanes: it holds the block cache, not a lane."""
+
+    def __init__(self, engine: Engine, seq: int, splicer: Splicer | None = None) -> None:
+        self.engine = engine
+        self.model = engine.model
         self.seq = seq
         self.n_decoded = 0  # tokens actually decoded (for reporting the saving)
-        self.splicer = Splicer(self.engine, splice) if splice is not None and splice.mode != "off" else None
+        self.splicer = splicer
         self._spliced: list[int] = []  # the last prompt this LLM spliced: its continuations may reuse that KV
         self.n_tokenization_mismatch = 0  # prompts whose segmented tokens differed from the whole text's
 
@@ -111,8 +106,7 @@ class PrefixCachedLLM:
         st = self.splicer.prefill_segments(parts, self.seq)
         self._spliced = [t for p in parts for t in p.tokens] if st.n_blocks else []
         self.n_decoded += st.n_decoded
-        out: npt.NDArray[np.float32] = self.engine.ctx.logits_ith(-1)
-        return out
+        return self.engine.logits()
 
     def settle(self) -> None:
         """After a decision: compile the blocks it found missing (``--splice auto``)."""
@@ -126,8 +120,7 @@ class PrefixCachedLLM:
         reuse_approx = bool(n) and toks[:n] == self._spliced
         reused = self.engine.prefill(toks, seq=self.seq, reuse_approx=reuse_approx)
         self.n_decoded += len(toks) - reused
-        out: npt.NDArray[np.float32] = self.engine.ctx.logits_ith(-1)
-        return out
+        return self.engine.logits()
 
     def tokenize(self, text: str) -> list[int]:
         """Token ids of ``text`` (the model's defaults: no BOS, special tokens parsed)."""
@@ -135,9 +128,3 @@ class PrefixCachedLLM:
 
     def eos(self) -> int:
         return self.model.eos()
-
-    def token_id(self, text: str) -> int:
-        ids = self.model.tokenize(text, add_special=False, parse_special=True)
-        if len(ids) != 1:
-            raise ValueError(f"{text!r} is not a single token in {self.model.path.name}: {ids}")
-        return ids[0]

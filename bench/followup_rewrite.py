@@ -3,7 +3,7 @@ leans on the conversation into one that stands on its own ("and the ones before 
 acme/api before v2.3.0"), and retrieval reads the rewrite.
 
 Measured against context retrieval and the prior in ``docs/measurements.md#follow-ups``; off by default
-(``RouterConfig.followup_rewrite``): it costs a generation on every follow-up.
+(``bench/followups.py``'s ``rewrite+prior`` variant only): it costs a generation on every follow-up.
 """
 
 from __future__ import annotations
