@@ -48,6 +48,7 @@ import numpy.typing as npt
 
 from nexus_agent import defaults
 from nexus_agent.engine.arena import ArenaFull, Lane, SlotArena
+from nexus_agent.engine.fingerprint import fingerprint_of
 from nexus_agent.kv.budget import KVBudget, LaneKV
 from nexus_agent.kv.evictor import Evictor
 from nexus_agent.kv.observe import AttentionObserver, AttnShape
@@ -275,8 +276,6 @@ class Engine:
     def fingerprint(self) -> ModelFingerprint:
         """The running model's .atb fingerprint (computed once: it hashes the whole vocabulary)."""
         if self._fingerprint is None:
-            from nexus_agent.engine.splice import fingerprint_of
-
             self._fingerprint = fingerprint_of(self.model)
         return self._fingerprint
 
