@@ -56,7 +56,7 @@ from nexus_agent.llm import ContextConfig, LlamaContext, LlamaModel, Sampler
 from nexus_agent.llm.context import DecodeError
 from nexus_agent.models import resolve
 from nexus_agent.native import RadixTree
-from nexus_agent.splice.atb import ModelFingerprint
+from nexus_agent.splice.fingerprint import ModelFingerprint
 
 MAIN, SIDECAR, SCRATCH, COMPILE, PROBE, RELEVANCE, CHAT = 0, 1, 2, 3, 5, 6, 7
 N_TEMP_SEQS = 8  # the splicer re-decodes its runs in chunks of this many

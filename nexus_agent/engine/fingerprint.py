@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 
 from nexus_agent.llm import LlamaModel
-from nexus_agent.splice.atb import ModelFingerprint, RopeSet
+from nexus_agent.splice.fingerprint import ModelFingerprint, RopeSet
 
 _TOKENIZER_HASHES: dict[str, int] = {}
 

@@ -23,8 +23,9 @@ import numpy.typing as npt
 
 from nexus_agent import native
 from nexus_agent.engine.engine import COMPILE, PROBE, Engine, common_prefix_len
-from nexus_agent.splice.atb import GGML_TYPE_F16, AtbBlock, SpliceTarget
 from nexus_agent.splice.blob import parse_blob, plan_blob, write_blob_frame
+from nexus_agent.splice.fingerprint import GGML_TYPE_F16, SpliceTarget
+from nexus_agent.splice.format import AtbBlock, header_hash
 
 
 def splice_unsupported(engine: Engine) -> str | None:
@@ -37,13 +38,6 @@ def splice_unsupported(engine: Engine) -> str | None:
     if engine.n_gpu_layers > 0 and not engine.unified_memory:
         return "layers are offloaded to a discrete GPU: its KV is not host memory"
     return None
-
-
-def header_hash(tokens: Sequence[int]) -> int:
-    """The .atb header hash of the tokens a block was compiled after (u64)."""
-    from nexus_agent.splice.atb import header_hash as h
-
-    return h(tokens)
 
 
 def splice_target(engine: Engine, header: Sequence[int] = (), m0: int | None = None) -> SpliceTarget:
