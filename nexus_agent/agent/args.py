@@ -29,10 +29,6 @@ from nexus_agent.signature import SignatureOptions, signature, words
 ARG_SIGNATURE = SignatureOptions(max_enum=8, max_nested_keys=4, desc_chars=48, skip_restating_desc=True)
 
 
-class ArgumentError(ValueError):
-    """The model could not produce schema-valid arguments, even after one repair attempt."""
-
-
 @dataclass
 class ArgResult:
     """Arguments for one call; times in ms (``ttft_ms`` = to the first argument token of the first try)."""

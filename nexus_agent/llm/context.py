@@ -227,10 +227,6 @@ class LlamaContext:
         self._check_seq(seq)
         L.llama_memory_seq_add(self._mem, seq, p0, p1, delta)
 
-    def seq_keep(self, seq: int) -> None:
-        self._check_seq(seq)
-        L.llama_memory_seq_keep(self._mem, seq)
-
     def seq_pos_max(self, seq: int) -> int:
         """Largest position held by ``seq``, or -1 when empty."""
         self._check_seq(seq)
