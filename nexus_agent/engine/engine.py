@@ -6,7 +6,7 @@ Fixed lanes, shared by every conversation (turns of different conversations seri
 
 * ``MAIN`` (0): the default conversation; arguments and answers are generated here. Another conversation opens a
   lane of its own with :meth:`Engine.open_lane`.
-* ``SIDECAR`` (1): per-turn work (pruned window, the routing decision, answers without a tool call).
+* ``SIDECAR`` (1): per-turn work (pruned window, the routing decision).
 * ``SCRATCH`` (2): short-lived scoring (rerankers, TTFT arms).
 * ``COMPILE`` (3) and ``PROBE`` (5): compiling tool blocks (the header, then one block at a time).
 * ``RELEVANCE`` (6): the relevance judge's question (routing/judge.py).

@@ -1,10 +1,10 @@
 """Compiled tool blocks on the engine: compile a rendering's KV once, splice it into a live sequence later.
 
-How a splice enters the context (shared/notes/llama-cpp-kv.md): the blocks' K rows are re-rotated natively from
-their compile anchor m0 to their target positions, their V is written in the context's layout (transposed when
-flash attention is off), and the result is one sequence-state blob that llama.cpp loads into the engine's
-``splice_seq``; ``seq_cp`` then hands its cells to the target lane's slot (``kv_unified``: cells are shared, not
-copied).
+How a splice enters the context (docs/architecture.md#compiled-tool-blocks): the blocks' K rows are re-rotated
+natively from their compile anchor m0 to their target positions, their V is written in the context's layout
+(transposed when flash attention is off), and the result is one sequence-state blob that llama.cpp loads into the
+engine's ``splice_seq``; ``seq_cp`` then hands its cells to the target lane's slot (``kv_unified``: cells are shared,
+not copied).
 Tokens chosen for repair, and text between blocks, are then re-decoded in place; the text after the last block is
 decoded as usual. The engine's token record of the target sequence holds the whole prompt afterwards, with
 ``exact`` marking where spliced KV begins, so exact-prefix reuse never serves spliced KV to a text prefill.
