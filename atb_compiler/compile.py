@@ -13,7 +13,8 @@ from nexus_agent.backend.session import PrefixCachedLLM
 from nexus_agent.engine.blocks import BlockStore, SpliceConfig
 from nexus_agent.registry import RegistryError, Tool, load_file, tool_files
 from nexus_agent.routing.rerank.llm_choice import build_messages, candidate_line, candidate_lines
-from nexus_agent.splice.atb import AtbError, read_atb
+from nexus_agent.splice.atb_io import read_atb
+from nexus_agent.splice.format import AtbError
 
 
 @dataclass

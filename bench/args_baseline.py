@@ -34,7 +34,9 @@ from llama_cpp import Llama
 
 from nexus_agent import defaults
 from nexus_agent.agent import forms
-from nexus_agent.agent.args import ArgumentWriter, conversation_text, drop_ungrounded, validate
+from nexus_agent.agent.args import ArgumentWriter
+from nexus_agent.agent.grounding import conversation_text, drop_ungrounded
+from nexus_agent.agent.schema import validate
 from nexus_agent.engine import Engine, EngineConfig
 from nexus_agent.evaluation.args import check_arguments, load_items, today_of
 from nexus_agent.evaluation.stats import wilson_ci

@@ -22,8 +22,6 @@ from typing import Any
 import numpy as np
 from common import ROOT, SHARED
 
-from nexus_agent.build.dataset import DEFAULT_SET
-from nexus_agent.build.minilm_tools import build_venv
 from nexus_agent.evaluation.routing import load_eval
 from nexus_agent.models import resolve
 from nexus_agent.paths import cache_dir
@@ -33,6 +31,8 @@ from nexus_agent.routing.embedders import create_embedder
 from nexus_agent.routing.query import expand_query
 from nexus_agent.routing.rerank.base import history_text
 from nexus_agent.routing.router import RouterOptions, build_router
+from nexus_agent.training.dataset import DEFAULT_SET
+from nexus_agent.training.minilm_tools import build_venv
 
 SETS = {"github_dev": ("github_dev.jsonl", "github_all"), "mixed_dev": ("mixed_dev.jsonl", "desktop_all")}
 

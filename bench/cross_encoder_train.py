@@ -1,6 +1,6 @@
 """Listwise fine-tune of all-MiniLM-L6-v2 as a cross-encoder on the router's tuning set, then int8 ONNX export.
 
-Standalone (torch, transformers, onnx; the build venv of nexus_agent/build/minilm_tools.py), called by
+Standalone (torch, transformers, onnx; the build venv of nexus_agent/training/minilm_tools.py), called by
 ``bench/cross_encoder.py``. Data come from tool definitions only: each anchor request of
 ``routing/data/tuning_set.json`` is scored against its own tool's document and ``group - 1`` negatives, of which
 ``group - 2`` are its tool's nearest neighbours by the base model's document embedding (the near-duplicates the

@@ -2,9 +2,9 @@
 """The numerical floor of "same pick": the routing decision twice without splicing, the second time with its prompt
 decoded in two batches (cut where the first candidate line ends, as an anchored splice cuts it).
 
-llama.cpp's quantised matmuls round differently for other batch shapes (shared/notes/llama-cpp-kv.md), so the same
-tokens decoded in another split give logits a few 1e-3 nats apart; an escalated decision is close by construction,
-and that alone flips some picks. Any comparison of picks (a splice, prefix reuse) has this floor under it.
+llama.cpp's quantised matmuls round differently for other batch shapes (docs/measurements.md#compiled-tool-blocks),
+so the same tokens decoded in another split give logits a few 1e-3 nats apart; an escalated decision is close by
+construction, and that alone flips some picks. Any comparison of picks (a splice, prefix reuse) has this floor under it.
 
 usage: python bench/decision_floor.py [--n 30] [--out bench/results/decision_floor]
 """

@@ -43,9 +43,10 @@ sys.path.insert(0, str(ROOT))
 from common import SHARED  # noqa: E402
 
 from nexus_agent.agent.api import DEFAULT_MODEL  # noqa: E402
-from nexus_agent.agent.args import ARG_SIGNATURE, arg_prompt, grammar_for  # noqa: E402
+from nexus_agent.agent.args import ARG_SIGNATURE, arg_prompt  # noqa: E402
 from nexus_agent.agent.prompts import SYSTEM_MAIN, arg_request  # noqa: E402
 from nexus_agent.agent.routing_adapter import AgentRouter  # noqa: E402
+from nexus_agent.agent.schema import grammar_for  # noqa: E402
 from nexus_agent.backend import LocalBackend  # noqa: E402
 from nexus_agent.engine import MAIN, SCRATCH, Engine, EngineConfig  # noqa: E402
 from nexus_agent.registry import Tool, load_registry  # noqa: E402

@@ -1,5 +1,5 @@
 # Type stubs for the C++ module nexus_agent._native (native/python/*.cpp).
-# Kept honest by tests/native/test_stub.py, which checks every name, parameter name and default here
+# Kept honest by tests/native/test_native_stub.py, which checks every name, parameter name and default here
 # against the compiled module's own signatures; edit both together.
 from collections.abc import Sequence
 from typing import Any, ClassVar, final

@@ -49,8 +49,8 @@ def _llama_pin() -> str:
 
 LLAMA_VERSION = _llama_pin()
 # A portable AVX2 build: GGML_NATIVE=OFF keeps the AMX repack kernels out, which segfault on quantized
-# models on AMX-capable Xeons (shared/notes/llama-cpp-kv.md), and makes the cached wheel valid on any
-# x86-64 CI machine with AVX2. The loader also sets use_extra_bufts=False as a second guard.
+# models on AMX-capable Xeons (in ggml_backend_amx_mul_mat; llama.cpp issue 20824), and makes the cached wheel
+# valid on any x86-64 CI machine with AVX2. The loader also sets use_extra_bufts=False as a second guard.
 LLAMA_CMAKE_ARGS_X86 = (
     "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON "
     "-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF"

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nexus_agent.agent.args import gives_a_required_value, ungrounded_identifiers
+from nexus_agent.agent.grounding import gives_a_required_value, ungrounded_identifiers
 from nexus_agent.registry import Tool
 from nexus_agent.routing.query import is_question
 

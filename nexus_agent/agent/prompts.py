@@ -1,6 +1,6 @@
 """Prompt text, in one place. The system prompt is shared by argument writing and answering so the main
 context's prefix (system + history) is decoded once and reused across both and across turns. Answers without a
-tool call use ``SYSTEM_CHAT`` (the same text without the argument rules) in the sidecar sequence."""
+tool call use ``SYSTEM_CHAT`` (the same text without the argument rules) in the ``CHAT`` lane."""
 
 from __future__ import annotations
 

@@ -120,7 +120,7 @@ def rebuild(
     out: Path | None = typer.Option(None, "--out", help="write the artifact here, not in the package"),  # noqa: B008
 ) -> None:
     """Retrain a shipped model from its recipe (minutes to tens of minutes) and report the new hash."""
-    from nexus_agent.build import minilm_tools
+    from nexus_agent.training import minilm_tools
 
     if name != minilm_tools.NAME:
         _err.print(f"[red]error:[/red] {name!r} is not built by the project; only {minilm_tools.NAME!r} is")

@@ -27,7 +27,10 @@ from nexus_agent.engine.splice import (
     splice_unsupported,
 )
 from nexus_agent.paths import cache_dir
-from nexus_agent.splice.atb import AtbBlock, AtbError, BlockCache, SpliceTarget, write_atb
+from nexus_agent.splice.atb_io import write_atb
+from nexus_agent.splice.cache import BlockCache
+from nexus_agent.splice.fingerprint import SpliceTarget
+from nexus_agent.splice.format import AtbBlock, AtbError
 from nexus_agent.splice.mode import SpliceMode
 from nexus_agent.splice.repair import DEFAULT_POLICY, PlacedBlock, RepairSchedule, plan_repair, repair_policy
 

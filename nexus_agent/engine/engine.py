@@ -6,7 +6,7 @@ Fixed lanes, shared by every conversation (turns of different conversations seri
 
 * ``MAIN`` (0): the default conversation; arguments and answers are generated here. Another conversation opens a
   lane of its own with :meth:`Engine.open_lane`.
-* ``SIDECAR`` (1): per-turn work (pruned window, the routing decision, answers without a tool call).
+* ``SIDECAR`` (1): per-turn work (pruned window, the routing decision).
 * ``SCRATCH`` (2): short-lived scoring (rerankers, TTFT arms).
 * ``COMPILE`` (3) and ``PROBE`` (5): compiling tool blocks (the header, then one block at a time).
 * ``RELEVANCE`` (6): the relevance judge's question (routing/judge.py).
@@ -48,6 +48,7 @@ import numpy.typing as npt
 
 from nexus_agent import defaults
 from nexus_agent.engine.arena import ArenaFull, Lane, SlotArena
+from nexus_agent.engine.fingerprint import fingerprint_of
 from nexus_agent.kv.budget import KVBudget, LaneKV
 from nexus_agent.kv.evictor import Evictor
 from nexus_agent.kv.observe import AttentionObserver, AttnShape
@@ -56,7 +57,7 @@ from nexus_agent.llm import ContextConfig, LlamaContext, LlamaModel, Sampler
 from nexus_agent.llm.context import DecodeError
 from nexus_agent.models import resolve
 from nexus_agent.native import RadixTree
-from nexus_agent.splice.atb import ModelFingerprint
+from nexus_agent.splice.fingerprint import ModelFingerprint
 
 MAIN, SIDECAR, SCRATCH, COMPILE, PROBE, RELEVANCE, CHAT = 0, 1, 2, 3, 5, 6, 7
 N_TEMP_SEQS = 8  # the splicer re-decodes its runs in chunks of this many
@@ -279,8 +280,6 @@ class Engine:
     def fingerprint(self) -> ModelFingerprint:
         """The running model's .atb fingerprint (computed once: it hashes the whole vocabulary)."""
         if self._fingerprint is None:
-            from nexus_agent.engine.splice import fingerprint_of
-
             self._fingerprint = fingerprint_of(self.model)
         return self._fingerprint
 

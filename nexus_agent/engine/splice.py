@@ -1,10 +1,10 @@
 """Compiled tool blocks on the engine: compile a rendering's KV once, splice it into a live sequence later.
 
-How a splice enters the context (shared/notes/llama-cpp-kv.md): the blocks' K rows are re-rotated natively from
-their compile anchor m0 to their target positions, their V is written in the context's layout (transposed when
-flash attention is off), and the result is one sequence-state blob that llama.cpp loads into the engine's
-``splice_seq``; ``seq_cp`` then hands its cells to the target lane's slot (``kv_unified``: cells are shared, not
-copied).
+How a splice enters the context (docs/architecture.md#compiled-tool-blocks): the blocks' K rows are re-rotated
+natively from their compile anchor m0 to their target positions, their V is written in the context's layout
+(transposed when flash attention is off), and the result is one sequence-state blob that llama.cpp loads into the
+engine's ``splice_seq``; ``seq_cp`` then hands its cells to the target lane's slot (``kv_unified``: cells are shared,
+not copied).
 Tokens chosen for repair, and text between blocks, are then re-decoded in place; the text after the last block is
 decoded as usual. The engine's token record of the target sequence holds the whole prompt afterwards, with
 ``exact`` marking where spliced KV begins, so exact-prefix reuse never serves spliced KV to a text prefill.
@@ -12,7 +12,6 @@ decoded as usual. The engine's token record of the target sequence holds the who
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import time
 from collections.abc import Sequence
@@ -24,54 +23,9 @@ import numpy.typing as npt
 
 from nexus_agent import native
 from nexus_agent.engine.engine import COMPILE, PROBE, Engine, common_prefix_len
-from nexus_agent.llm import LlamaModel
-from nexus_agent.splice.atb import GGML_TYPE_F16, AtbBlock, ModelFingerprint, RopeSet, SpliceTarget
 from nexus_agent.splice.blob import parse_blob, plan_blob, write_blob_frame
-
-_TOKENIZER_HASHES: dict[str, int] = {}
-
-
-def tokenizer_hash(model: LlamaModel) -> int:
-    """u64 over every token's bytes, in id order: two GGUFs with the same vocabulary agree (memoised per file)."""
-    key = str(model.path.resolve())
-    if key not in _TOKENIZER_HASHES:
-        h = hashlib.blake2b(digest_size=8)
-        for t in range(model.n_vocab):
-            b = model.token_bytes(t, special=True)
-            h.update(len(b).to_bytes(2, "little"))
-            h.update(b)
-        _TOKENIZER_HASHES[key] = int.from_bytes(h.digest(), "little")
-    return _TOKENIZER_HASHES[key]
-
-
-def fingerprint_of(model: LlamaModel) -> ModelFingerprint:
-    """What a block must match to be spliced into a context of ``model`` (the .atb header's model fields)."""
-    n_head = model.arch_int("attention.head_count", 0)
-    n_head_kv = model.arch_int("attention.head_count_kv", n_head)
-    head_dim = model.arch_int("attention.key_length", model.n_embd // max(n_head, 1))
-    v_dim = model.arch_int("attention.value_length", head_dim)
-    scaling = model.meta(f"{model.arch}.rope.scaling.type") or "none"
-    factor = model.arch_float("rope.scaling.factor", 1.0)
-    freq_scale = 1.0 / factor if scaling in ("linear", "yarn") and factor > 0 else 1.0
-    rope = RopeSet(
-        freq_base=model.arch_float("rope.freq_base", 10000.0),
-        freq_scale=freq_scale,
-        ext_factor=1.0 if scaling == "yarn" else 0.0,
-        attn_factor=model.arch_float("rope.scaling.attn_factor", 1.0),
-    )
-    return ModelFingerprint(
-        arch=model.arch,
-        n_layer=model.n_layer,
-        n_head_kv=n_head_kv,
-        head_dim=head_dim,
-        n_rot=model.arch_int("rope.dimension_count", head_dim),
-        n_embd_k=n_head_kv * head_dim,
-        n_embd_v=n_head_kv * v_dim,
-        tokenizer_hash=tokenizer_hash(model),
-        rope_type=model.rope_type,
-        n_ctx_orig=model.arch_int("rope.scaling.original_context_length", model.n_ctx_train),
-        rope=(rope,),
-    )
+from nexus_agent.splice.fingerprint import GGML_TYPE_F16, SpliceTarget
+from nexus_agent.splice.format import AtbBlock, header_hash
 
 
 def splice_unsupported(engine: Engine) -> str | None:
@@ -84,13 +38,6 @@ def splice_unsupported(engine: Engine) -> str | None:
     if engine.n_gpu_layers > 0 and not engine.unified_memory:
         return "layers are offloaded to a discrete GPU: its KV is not host memory"
     return None
-
-
-def header_hash(tokens: Sequence[int]) -> int:
-    """The .atb header hash of the tokens a block was compiled after (u64)."""
-    from nexus_agent.splice.atb import header_hash as h
-
-    return h(tokens)
 
 
 def splice_target(engine: Engine, header: Sequence[int] = (), m0: int | None = None) -> SpliceTarget:

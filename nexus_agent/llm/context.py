@@ -31,8 +31,8 @@ class DecodeError(RuntimeError):
 class ContextConfig:
     """Context parameters.
 
-    For bit-exact comparisons use ``flash_attn=False``, an f16 K cache, one thread and a fixed ubatch
-    (shared/notes/llama-cpp-kv.md): those choices each move outputs by about 1e-2 nats otherwise.
+    For bit-exact comparisons use ``flash_attn=False``, an f16 K cache, one thread and a fixed ubatch: those choices
+    each move outputs by about 1e-2 nats otherwise (docs/measurements.md#compiled-tool-blocks).
     """
 
     n_ctx: int = 4096
@@ -227,10 +227,6 @@ class LlamaContext:
         self._check_seq(seq)
         L.llama_memory_seq_add(self._mem, seq, p0, p1, delta)
 
-    def seq_keep(self, seq: int) -> None:
-        self._check_seq(seq)
-        L.llama_memory_seq_keep(self._mem, seq)
-
     def seq_pos_max(self, seq: int) -> int:
         """Largest position held by ``seq``, or -1 when empty."""
         self._check_seq(seq)
@@ -243,7 +239,7 @@ class LlamaContext:
     def clear(self) -> None:
         L.llama_memory_clear(self._mem, True)
 
-    # -- per-sequence state blobs (layout: shared/notes/llama-cpp-kv.md)
+    # -- per-sequence state blobs (layout: nexus_agent/splice/blob.py)
     def seq_state(self, seq: int, flags: int = 0) -> bytes:
         self._check_seq(seq)
         n = L.llama_state_seq_get_size_ext(self.handle, seq, flags)

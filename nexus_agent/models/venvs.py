@@ -1,6 +1,6 @@
 """Pinned helper venvs under ``$NEXUS_HOME/venvs``: the tools the runtime never imports (torch, transformers).
 
-The embedder build (:mod:`nexus_agent.build.minilm_tools`) and the GGUF converter (:mod:`.convert`) each run in one,
+The embedder build (:mod:`nexus_agent.training.minilm_tools`) and the GGUF converter (:mod:`.convert`) each run in one,
 so those packages stay out of the project's own environment.
 """
 

@@ -1,7 +1,7 @@
 """Synthetic example queries per tool: the shipped caches the router indexes and calibrates on.
 
 The queries were generated offline by the local LLM from each tool's definition alone, never from evaluation data
-(:mod:`nexus_agent.build.synth` makes them). Each cache is a JSON file shipped with the package::
+(:mod:`nexus_agent.training.synth` makes them). Each cache is a JSON file shipped with the package::
 
     {"model": "...", "prompt_version": 2, "seed": 0, "n": 8, "style": "short",
      "tools": {"<server>__<tool>": {"hash": "<tool content hash>", "model": "...", "queries": ["...", ...]}}}

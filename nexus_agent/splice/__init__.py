@@ -1,42 +1,7 @@
 """Compiled tool blocks: KV-cache rows computed ahead of time and spliced into a live llama.cpp context.
 
-``atb`` is the on-disk format of one block (docs/atb-format.md) and the cache that holds loaded blocks.
+One module per job: ``format`` (the ``.atb`` layout, its header and a loaded block; docs/atb-format.md),
+``fingerprint`` (what a block must match: the model and the running context), ``atb_io`` (writing, reading and the
+compatibility check), ``cache`` (loaded blocks in a buddy-allocated arena), ``blob`` (llama.cpp's sequence-state
+blob), ``repair/`` (which spliced tokens to re-decode) and ``mode`` (when a prompt splices at all).
 """
-
-from nexus_agent.splice.atb import (
-    GGML_TYPE_F16,
-    ROPE_NEOX,
-    ROPE_NORM,
-    AtbBlock,
-    AtbError,
-    AtbHeader,
-    AtbMismatch,
-    BlockCache,
-    ModelFingerprint,
-    RopeSet,
-    SpliceTarget,
-    atb_dir,
-    check_compatible,
-    header_hash,
-    read_atb,
-    write_atb,
-)
-
-__all__ = [
-    "GGML_TYPE_F16",
-    "ROPE_NEOX",
-    "ROPE_NORM",
-    "AtbBlock",
-    "AtbError",
-    "AtbHeader",
-    "AtbMismatch",
-    "BlockCache",
-    "ModelFingerprint",
-    "RopeSet",
-    "SpliceTarget",
-    "atb_dir",
-    "check_compatible",
-    "header_hash",
-    "read_atb",
-    "write_atb",
-]

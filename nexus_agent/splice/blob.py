@@ -1,6 +1,6 @@
 """llama.cpp's per-sequence state blob (``llama_state_seq_get_data_ext``): parse it, and build one from parts.
 
-Layout (little-endian, ``llama-kv-cache.cpp`` ``state_write``; shared/notes/llama-cpp-kv.md)::
+Layout (little-endian, as llama.cpp's ``llama-kv-cache.cpp`` ``state_write`` writes it in the pinned version)::
 
     u32 magic 0xAF143CD8 | i32 seq_id
     per cache section (1; iSWA models: global then sliding-window):

@@ -7,15 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from nexus_agent.agent.args import (
-    _ANY_OBJECT,
-    arg_view,
-    drop_ungrounded,
-    gives_a_required_value,
-    grammar_for,
-    ungrounded_identifiers,
-    validate,
-)
+from nexus_agent.agent.args import arg_view
+from nexus_agent.agent.grounding import drop_ungrounded, gives_a_required_value, ungrounded_identifiers
+from nexus_agent.agent.schema import _ANY_OBJECT, grammar_for, validate
 from nexus_agent.llm import LlamaModel, Sampler
 from nexus_agent.registry import Registry, load_registry
 

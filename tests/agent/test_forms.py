@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from nexus_agent.agent import forms
-from nexus_agent.agent.args import drop_ungrounded, ungrounded_identifiers
+from nexus_agent.agent.grounding import drop_ungrounded, ungrounded_identifiers
 from nexus_agent.registry import Tool
 
 TODAY = dt.date(2026, 12, 3)  # a Thursday

@@ -18,24 +18,10 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from nexus_agent.splice import (
-    GGML_TYPE_F16,
-    ROPE_NEOX,
-    ROPE_NORM,
-    AtbError,
-    AtbHeader,
-    AtbMismatch,
-    BlockCache,
-    ModelFingerprint,
-    RopeSet,
-    SpliceTarget,
-    atb_dir,
-    check_compatible,
-    header_hash,
-    read_atb,
-    write_atb,
-)
-from nexus_agent.splice.atb import HEADER_LAYOUT, HEADER_SIZE, MAGIC
+from nexus_agent.splice.atb_io import atb_dir, check_compatible, read_atb, write_atb
+from nexus_agent.splice.cache import BlockCache
+from nexus_agent.splice.fingerprint import GGML_TYPE_F16, ROPE_NEOX, ROPE_NORM, ModelFingerprint, RopeSet, SpliceTarget
+from nexus_agent.splice.format import HEADER_LAYOUT, HEADER_SIZE, MAGIC, AtbError, AtbHeader, AtbMismatch, header_hash
 
 MIB = 1 << 20
 
@@ -186,7 +172,7 @@ def test_fingerprint_digest_is_stable_across_processes() -> None:
     d = FP.digest()
     assert len(d) == 16 and int(d, 16) >= 0 and d == d.lower()
     code = (
-        "from nexus_agent.splice import ModelFingerprint, RopeSet\n"
+        "from nexus_agent.splice.fingerprint import ModelFingerprint, RopeSet\n"
         f"print(ModelFingerprint('qwen2', 3, 2, 8, 8, 16, 16, {FP.tokenizer_hash}, 2, 32768, (RopeSet(1e6),)).digest())"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nexus_agent.splice import AtbBlock, AtbError, ModelFingerprint, RopeSet, SpliceTarget, read_atb, write_atb
-from nexus_agent.splice.atb import HEADER_LAYOUT, HEADER_SIZE, MAGIC
+from nexus_agent.splice.atb_io import read_atb, write_atb
+from nexus_agent.splice.fingerprint import ModelFingerprint, RopeSet, SpliceTarget
+from nexus_agent.splice.format import HEADER_LAYOUT, HEADER_SIZE, MAGIC, AtbBlock, AtbError
 
 FP = ModelFingerprint("llama", 2, 1, 8, 8, 8, 8, 12345, 0, 2048, (RopeSet(10000.0),))
 TARGET = SpliceTarget(FP, flash_attn=False, v_trans=True, header_hash=99)

@@ -59,7 +59,7 @@ class MiniLMEmbedder(Embedder):
 
 @register_embedder("minilm-tools")
 class MiniLMToolsEmbedder(MiniLMEmbedder):
-    """MiniLM fine-tuned on registry tool data (:mod:`nexus_agent.build`), shipped in the package; the default.
+    """MiniLM fine-tuned on registry tool data (:mod:`nexus_agent.training`), shipped in the package; the default.
 
     It was trained on each tool's indexed synthetic requests (plus its situational ones), so indexing them again
     as extra SLB rows adds nothing (see bench/results/routing_ablation_tuned.md).

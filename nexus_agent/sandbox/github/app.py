@@ -32,6 +32,8 @@ def serve(data_dir: Path, *, reset: bool, http: bool, host: str = "127.0.0.1", p
     server = GitHubSandboxServer(sandbox)
     try:
         if http:
+            # Not library code: this module is the process entry point (`nexus-agent sandbox github`, `python -m`),
+            # and where to connect is its output to the user.
             print(f"nexus github sandbox: http://{host}:{port}/mcp (data: {data_dir})", file=sys.stderr, flush=True)
             anyio.run(server.run_http, host, port)
         else:

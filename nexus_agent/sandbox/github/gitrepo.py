@@ -195,9 +195,6 @@ class GitRepo:
         """Compare-and-swap ``ref``: fails if it no longer points at ``expected_old`` (ZERO_SHA = absent)."""
         self.git("update-ref", ref, new_sha, expected_old)
 
-    def delete_ref(self, ref: str) -> None:
-        self.git("update-ref", "-d", ref)
-
     def tag(self, name: str, sha: str, message: str, tagger: Signature) -> None:
         """Create an annotated tag."""
         self.git("tag", "-a", name, sha, "-m", message, env=_sig_env(tagger, tagger))
@@ -329,12 +326,6 @@ class GitRepo:
     def diff(self, base: str, head: str) -> str:
         """Unified diff from ``base`` to ``head`` (both commit SHAs), as ``git diff`` prints it."""
         return self.git("diff", "--no-color", "-M", "--full-index", base, head)
-
-    def commit_diff(self, sha: str) -> str:
-        """Diff a commit introduces relative to its first parent (root commits: against the empty tree)."""
-        parents = self.commit(sha).parents
-        base = parents[0] if parents else self.empty_tree()
-        return self.diff(base, sha)
 
     def changed_files(self, base: str, head: str, *, with_patch: bool) -> list[FileChange]:
         """Per-file status, line counts and (optionally) the file's patch hunk, in path order."""

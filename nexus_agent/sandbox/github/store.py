@@ -345,12 +345,6 @@ class Store:
             raise NotFound(f"repository {owner}/{name} not found")
         return self._repo_row(row)
 
-    def repo_by_id(self, repo_id: int) -> Repo:
-        row = self._one("SELECT * FROM repos WHERE id = ?", (repo_id,))
-        if row is None:
-            raise NotFound(f"repository id {repo_id} not found")
-        return self._repo_row(row)
-
     def repos(self) -> list[Repo]:
         return [self._repo_row(r) for r in self._all("SELECT * FROM repos ORDER BY id")]
 

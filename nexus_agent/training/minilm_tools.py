@@ -20,11 +20,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from nexus_agent.build.dataset import DEFAULT_SET
 from nexus_agent.models import ModelError, fetch_model
-from nexus_agent.models.venvs import pinned_venv
 from nexus_agent.models.shipped import ARTIFACTS, Artifact, file_digest, read_artifact
-from nexus_agent.paths import cache_dir
+from nexus_agent.models.venvs import pinned_venv
+from nexus_agent.training.dataset import DEFAULT_SET
 
 NAME = "minilm-tools"
 # torch 2.13.0 is the CPU wheel that pip takes from this machine's disk; a bare ``torch`` pulls a CUDA build.

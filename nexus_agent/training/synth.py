@@ -13,7 +13,7 @@ with :mod:`nexus_agent.routing.synth`)::
 Regenerate (resumable; entries whose tool hash still matches are kept; ``--shard I/K`` runs write separate
 files whose ``tools`` maps are disjoint, to be merged)::
 
-    python -m nexus_agent.build.synth --registry data/mcp-registry --model qwen1.5b [--style situational]
+    python -m nexus_agent.training.synth --registry data/mcp-registry --model qwen1.5b [--style situational]
 
 Three styles, each in its own cache file:
 
@@ -30,7 +30,7 @@ Three styles, each in its own cache file:
   fine-tuning anchors.
 
 Every entry records its model; a run with another ``--model`` regenerates the entries made by a different
-model. All three files feed the fine-tuning set (:mod:`nexus_agent.build.dataset`). All were made with
+model. All three files feed the fine-tuning set (:mod:`nexus_agent.training.dataset`). All were made with
 qwen1.5b (about 10–13 s per tool on one core; indirect ~25 s per tool with two one-thread shards side by side).
 """
 

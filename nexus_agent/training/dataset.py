@@ -7,9 +7,9 @@ description, and its name split into words, in that order. The checks drop an in
 server-mate's name word the tool's own document lacks (it leans to that sibling) or shares no word with the tool's
 document (the model drifted off the tool). Everything comes from the
 tool definition; the shipped set is
-``build/data/tuning_set.json``, rebuilt with::
+``training/data/tuning_set.json``, rebuilt with::
 
-    python -m nexus_agent.build.dataset --registry data/mcp-registry
+    python -m nexus_agent.training.dataset --registry data/mcp-registry
 
 Shape::
 
@@ -24,13 +24,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from nexus_agent.build.synth import grounded_in, leans_to_sibling, sibling_stems
 from nexus_agent.registry import Registry, load_registry
 from nexus_agent.routing.docs import DocConfig, split_identifier, tool_document
 from nexus_agent.routing.query import expand_query
 from nexus_agent.routing.router import RouterConfig
 from nexus_agent.routing.synth import INDIRECT_CACHE, SITUATIONAL_CACHE, queries_for
 from nexus_agent.signature import first_sentence
+from nexus_agent.training.synth import grounded_in, leans_to_sibling, sibling_stems
 
 VERSION = 3  # 2: situational requests added to the anchors; 3: indirect requests
 DEFAULT_SET = Path(__file__).parent / "data" / "tuning_set.json"

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from nexus_agent.build.synth import (
+from nexus_agent.registry import load_registry
+from nexus_agent.routing.synth import load_cache, queries_for
+from nexus_agent.training.synth import (
     STYLES,
     banned_token_ids,
     build_prompt,
@@ -18,8 +20,6 @@ from nexus_agent.build.synth import (
     sibling_stems,
     uses_name_words,
 )
-from nexus_agent.registry import load_registry
-from nexus_agent.routing.synth import load_cache, queries_for
 
 
 def test_parse_queries_drops_numbering_echoes_and_duplicates(registry_dir: Path) -> None:

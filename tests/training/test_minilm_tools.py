@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from nexus_agent import models
-from nexus_agent.build import minilm_tools
-from nexus_agent.build.dataset import DEFAULT_SET, build_set
 from nexus_agent.models import shipped
 from nexus_agent.registry import load_registry
 from nexus_agent.routing.embedders import create_embedder
+from nexus_agent.training import minilm_tools
+from nexus_agent.training.dataset import DEFAULT_SET, build_set
 
 
 def test_shipped_set_matches_the_registry_and_never_contains_eval_queries(

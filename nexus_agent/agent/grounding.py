@@ -1,0 +1,157 @@
+"""Grounding: whether the conversation supports an argument value, or the model made it up.
+
+A value is grounded when the conversation spells it as it is or states it in another form (a date, a number in words,
+another unit, a paraphrased enum value: ``agent/forms/``). Argument writing drops optional values that are not
+(:func:`drop_ungrounded`); the run policy (``agent/policy.py``) asks whether required identifiers and values are
+(:func:`ungrounded_identifiers`, :func:`gives_a_required_value`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nexus_agent.agent import forms
+from nexus_agent.agent.schema import validate
+from nexus_agent.registry import Tool
+from nexus_agent.signature import words
+
+
+def conversation_text(request: str, history: list[dict[str, str]], user_only: bool = False) -> str:
+    """The words argument writing may draw on: every earlier message (or only the user's), then the request."""
+    return "\n".join([*(m["content"] for m in history if not user_only or m["role"] == "user"), request])
+
+
+def mentioned(name_words: set[str], text_words: set[str]) -> bool:
+    """Whether the text's words name any of ``name_words``."""
+    # prefix match, so "close" grounds "closed" and "label" grounds "labels"
+    return any(
+        w == t or (len(w) >= 4 and len(t) >= 4 and (w.startswith(t) or t.startswith(w)))
+        for w in name_words
+        for t in text_words
+    )
+
+
+def _grounded(
+    value: Any, prop: Mapping[str, Any], name: str, text: str, text_words: set[str], today: dt.date | None = None
+) -> bool:
+    """Whether a value is supported by the conversation rather than invented: spelled as it is, or stated in
+    another form (a date, a number in words, another unit, a paraphrased enum value: ``agent/forms/``), relative
+    dates read from ``today``."""
+    if isinstance(value, list):
+        items = prop.get("items") or {}
+        return bool(value) and all(_grounded(v, items, name, text, text_words, today) for v in value)
+    if isinstance(value, dict):
+        return bool(value) and any(_grounded(v, {}, k, text, text_words, today) for k, v in value.items())
+    return _spelled(value, name, text, text_words) or forms.stated(
+        value, prop, name, forms.Context(text, today or dt.date.today())
+    )
+
+
+def _spelled(value: Any, name: str, text: str, text_words: set[str]) -> bool:
+    """Whether the conversation spells the scalar ``value`` as it is (a flag: names it; ``false`` always holds)."""
+    if isinstance(value, bool):
+        return value is False or mentioned(words(name), text_words)
+    if isinstance(value, int | float):
+        return bool(re.search(rf"(?<![\w.]){re.escape(str(value))}(?![\w])", text)) or (
+            float(value).is_integer() and bool(re.search(rf"(?<![\w.]){int(value)}(?![\w])", text))
+        )
+    if isinstance(value, str):
+        vw = words(value)
+        if value and value.lower() in text.lower():
+            return True
+        return bool(vw) and sum(1 for w in vw if mentioned({w}, text_words)) / len(vw) >= 0.5
+    return False
+
+
+def _is_option(prop: Mapping[str, Any]) -> bool:
+    """An enum or a flag: a choice of how to do something, which only the user makes."""
+    return "enum" in prop or prop.get("type") == "boolean"
+
+
+def drop_ungrounded(
+    tool: Tool, args: dict[str, Any], context: str, user_context: str | None = None, today: dt.date | None = None
+) -> dict[str, Any]:
+    """Remove optional arguments the conversation does not support: placeholders such as ``your_username``,
+    default-looking ``page: 1``, unrequested ``fields`` lists. Required arguments always stay.
+
+    ``user_context`` (the user's own messages) grounds options (enums, flags): earlier tool output is full of
+    words such as ``created_at`` that would otherwise ground ``orderBy: CREATED_AT`` nobody asked for."""
+    props = tool.input_schema.get("properties") or {}
+    required = set(tool.input_schema.get("required") or [])
+    anyone = (context, words(context))
+    user = anyone if user_context is None else (user_context, words(user_context))
+
+    def supported(name: str, value: Any) -> bool:
+        prop = props.get(name) or {}
+        text, text_words = user if _is_option(prop) else anyone
+        return _grounded(value, prop, name, text, text_words, today)
+
+    kept = {k: v for k, v in args.items() if k in required or supported(k, v)}
+    return kept if validate(tool, kept) is None else args
+
+
+# A parameter that names which existing object to act on: issue_number, pullNumber, comment_id, page_id, threadID …
+_IDENTIFIER = re.compile(r"(?:^|_)(?:number|id)$|[a-z0-9](?:Number|Id|ID)$")
+
+
+def _kind_words(name: str, prop: Mapping[str, Any]) -> set[str]:
+    """What an identifier parameter points at, as words: ``pullNumber`` → pull, pr; ``sub_issue_id`` → sub, issue.
+    A description that says "issue or pull request number" adds the pull-request words."""
+    kind = words(name) - {"number", "id", "ids"}
+    if "pull" in kind or "pull request" in str(prop.get("description", "")).lower():
+        kind |= {"pull", "pr", "prs"}
+    return kind
+
+
+def ungrounded_identifiers(
+    tool: Tool, args: Mapping[str, Any], request: str, history: Sequence[Mapping[str, str]] = ()
+) -> dict[str, Any]:
+    """Required identifier arguments (``issue_number``, ``pullNumber``, ``page_id`` …) the conversation does not
+    give, so the model made them up: name → value. The grammar makes the model write every required value, and with
+    none given it writes one (docs/measurements.md#made-up-identifiers).
+
+    Given means: in the request itself, or in an earlier message (the user's words or a tool's output) that also
+    names the identifier's kind or writes it as ``#N``. "close issue 1" earlier does not give a pull request 1;
+    it does give the issue that "reopen it" means."""
+    props = tool.input_schema.get("properties") or {}
+    required = set(tool.input_schema.get("required") or [])
+
+    def given(name: str, value: Any, prop: Mapping[str, Any]) -> bool:
+        if _grounded(value, prop, name, request, words(request)):
+            return True
+        kind = _kind_words(name, prop)
+        for m in history:
+            text = m.get("content", "")
+            tw = words(text)
+            as_ref = re.search(rf"#{re.escape(str(value))}(?!\w)", text)  # "#12" is no "#1"
+            if _grounded(value, prop, name, text, tw) and (not kind or kind & tw or as_ref):
+                return True
+        return False
+
+    return {
+        k: v
+        for k, v in args.items()
+        if k in required
+        and _IDENTIFIER.search(k)
+        and not isinstance(v, bool)
+        and isinstance(v, int | float | str)
+        and not given(k, v, props.get(k) or {})
+    }
+
+
+def gives_a_required_value(tool: Tool, args: Mapping[str, Any], request: str, history: list[dict[str, str]]) -> bool:
+    """Whether the conversation gives the value of at least one required argument the model wrote (True when
+    it wrote none: a tool that needs no object, such as ``mark_all_notifications_read``, is about none). A question
+    routed to a write that gives none is about no object in particular ("what's the difference between a fork and
+    a clone?" → ``fork_repository {"owner": "example", "repo": "example"}``)."""
+    props = tool.input_schema.get("properties") or {}
+    names = set(tool.input_schema.get("required") or [])
+    required = [(k, v) for k, v in args.items() if k in names]
+    if not required:
+        return True
+    text = conversation_text(request, history)
+    tw = words(text)
+    return any(_grounded(v, props.get(k) or {}, k, text, tw) for k, v in required)
