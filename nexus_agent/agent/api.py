@@ -43,10 +43,12 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchem
 from nexus_agent import defaults
 from nexus_agent.agent.events import ErrorEvent, Event
 from nexus_agent.agent.history import Conversation
+from nexus_agent.agent.prompts import SYSTEM_CHAT, SYSTEM_MAIN
 from nexus_agent.agent.routing_adapter import AgentRouter
 from nexus_agent.agent.turn import CallResult, TurnCancelled, TurnDeps, TurnRouter, run_turn
+from nexus_agent.agent.view import MAX_ITEMS, AnswerView
 from nexus_agent.backend import Backend, LocalBackend, RemoteBackend, RemoteConfig, RemoteError, check_base_url
-from nexus_agent.engine import MAIN, Engine, EngineConfig
+from nexus_agent.engine import CHAT, MAIN, Engine, EngineConfig
 from nexus_agent.kv.budget import KVBudget
 from nexus_agent.kv.policies import EVICT_CHOICES, check_evict
 from nexus_agent.mcp import MultiServerClient, load_config, resolve_preset
@@ -94,6 +96,14 @@ class AgentConfig(BaseModel):
     # KV cells each conversation may hold (None: no budget; the prompt keeps the last ``window_turns`` turns). With
     # a budget the conversation's lane keeps the whole trace and ``evict`` picks the 32-token blocks to drop.
     kv_budget: int | None = Field(default=None, ge=KVBudget.min_tokens())
+    # stable prompt heads (system prompts, the decision's and the judge's instructions) loaded from disk instead of
+    # decoded in every process (nexus_agent/engine/heads.py); off: decoded once per process, as before
+    head_cache: bool = True
+    # answers read a compact view of a tool's output (its rows' identifying fields and the fields the request names,
+    # agent/view.py) or, "full", the whole output (cut at 6,000 characters); the whole output is read anyway when the
+    # request asks for details
+    answer_view: AnswerView = AnswerView.COMPACT
+    answer_items: int = Field(default=MAX_ITEMS, ge=1)  # rows of a listed result the answer reads
     evict: Annotated[
         str, AfterValidator(check_evict), WithJsonSchema({"type": "string", "enum": list(EVICT_CHOICES)})
     ] = "nexus"
@@ -156,6 +166,8 @@ class NexusAgent:
         await self.aclose()
 
     async def start(self) -> None:
+        """Start the MCP servers, the model and the router. The model loads (and its stable prompt heads come in,
+        from disk when a process decoded them before) while the servers start: neither waits on the other."""
         self._loop = asyncio.get_running_loop()
         servers: dict[str, Any] = {}
         engine_entry = None
@@ -167,14 +179,24 @@ class NexusAgent:
             res = resolve_preset(preset)
             self._notice(res.reason)
             servers[res.server_name] = res.server
+        remote = self._remote(engine_entry)
         hub = MultiServerClient.from_config(MCPConfig(servers=servers), default_timeout=self.cfg.tool_timeout_s)
         self.hub = hub
-        await hub.start()
+        loading = asyncio.ensure_future(asyncio.to_thread(self._open_local)) if remote is None else None
+        try:
+            await hub.start()
+        except BaseException:
+            if loading is not None:
+                (await asyncio.gather(loading, return_exceptions=True))  # the thread cannot be stopped: let it end
+                self._close_engine()
+            raise
         for name, why in hub.failures.items():
             self._notice(f"MCP server {name!r} failed to start: {why}")
         self._index_tools()
-        remote = self._remote(engine_entry)
-        if remote is not None:
+        if loading is not None:
+            self.backend = await loading
+        else:
+            assert remote is not None
             self.backend = remote
             self._notice(REMOTE_DECLINES)
             try:
@@ -184,23 +206,35 @@ class NexusAgent:
                     self._notice(line)
             except RemoteError as e:  # not fatal: each turn tries again and ends with an error event until it answers
                 self._notice(f"{e}; turns fail until it answers")
-        else:
-            self.engine = await asyncio.to_thread(
-                Engine,
-                EngineConfig(
-                    model=self.cfg.model or DEFAULT_MODEL,
-                    n_ctx=self.cfg.n_ctx,
-                    n_threads=self.cfg.n_threads,
-                    kv_budget=self.cfg.kv_budget,
-                    evict=self.cfg.evict,  # read only with kv_budget, which the validator never pairs with "none"
-                ),
-            )
-            self.backend = LocalBackend(self.engine)
         options = RouterOptions(
             embedder=self.cfg.embedder, reranker=defaults.RERANKER, splice=self.cfg.splice, relevance=self.cfg.relevance
         )
-        self.router = await asyncio.to_thread(AgentRouter.create, list(self._tools.values()), options, self.backend)
+        router = await asyncio.to_thread(AgentRouter.create, list(self._tools.values()), options, self.backend)
+        # the decision's and the judge's heads (the judge's names the connected servers, so it waits for them)
+        await asyncio.to_thread(router.warm)
+        self.router = router
         hub.add_tools_listener(self._on_tools_changed)
+
+    def _open_local(self) -> LocalBackend:
+        """The in-process engine, with the system prompts of the conversation and ``CHAT`` lanes held."""
+        self.engine = Engine(
+            EngineConfig(
+                model=self.cfg.model or DEFAULT_MODEL,
+                n_ctx=self.cfg.n_ctx,
+                n_threads=self.cfg.n_threads,
+                kv_budget=self.cfg.kv_budget,
+                evict=self.cfg.evict,  # read only with kv_budget, which the validator never pairs with "none"
+            )
+        )
+        backend = LocalBackend(self.engine, heads=self.cfg.head_cache)
+        for system, lane in ((SYSTEM_MAIN, MAIN), (SYSTEM_CHAT, CHAT)):
+            backend.warm([[{"role": "system", "content": system}, {"role": "user", "content": u}] for u in "ab"], lane)
+        return backend
+
+    def _close_engine(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
 
     def _remote(self, entry: EngineEntry | None) -> RemoteBackend | None:
         """The remote backend the config names (``engine``, else the config file's), or None for in-process."""
@@ -216,9 +250,7 @@ class NexusAgent:
         if self.hub is not None:
             await self.hub.aclose()
             self.hub = None
-        if self.engine is not None:
-            self.engine.close()
-            self.engine = None
+        self._close_engine()
         if isinstance(self.backend, RemoteBackend):
             self.backend.close()
         self.backend = None
@@ -301,6 +333,8 @@ class NexusAgent:
             auto_yes=self.cfg.yes,
             window_turns=self.cfg.window_turns,
             full_trace=self.cfg.kv_budget is not None and self.engine is not None,
+            compact=self.cfg.answer_view == AnswerView.COMPACT,
+            max_items=self.cfg.answer_items,
             cancelled=cancel.is_set,
             lane=lane,
         )

@@ -52,6 +52,10 @@ class AgentRouter:
             latency_ms=res.latency_ms,
         )
 
+    def warm(self) -> None:
+        """The decision's and the judge's stable heads into their lanes now (start-up)."""
+        self.router.warm()
+
     def after_turn(self) -> None:
         """Compile, within a small budget, the candidate lines the turn's decision found without a block
         (``--splice auto``); the next decisions splice them."""

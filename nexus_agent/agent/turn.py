@@ -53,14 +53,13 @@ from nexus_agent.agent.prompts import (
     TOOL_EMPTY,
     TOOL_ERROR,
 )
+from nexus_agent.agent.view import MAX_ITEMS, answer_view, whole
 from nexus_agent.backend import Backend
 from nexus_agent.engine import CHAT, MAIN
 from nexus_agent.registry import Tool
 from nexus_agent.routing.followup import PreviousTurn
 
 log = logging.getLogger(__name__)
-
-MAX_TOOL_CHARS = 6000  # tool output shown to the answer step; the history keeps only the surrogate
 
 
 @dataclass(frozen=True)
@@ -79,6 +78,10 @@ class TurnRouter(Protocol):
     def route_turn(
         self, query: str, window: list[dict[str, str]], previous: PreviousTurn | None = None
     ) -> RouteOutcome: ...
+
+    def warm(self) -> None:
+        """Load (or decode once) routing's stable prompt heads, before the first request needs them."""
+        ...
 
     def after_turn(self) -> None:
         """Work that may wait until the answer is out (compiling the tool blocks a decision found missing)."""
@@ -125,6 +128,8 @@ class TurnDeps:
     # the lane has a KV budget (--kv-budget): arguments and answers see the whole trace, in one lane whose cache
     # the engine keeps under the budget; routing still reads the last ``window_turns``
     full_trace: bool = False
+    compact: bool = True  # answers read a compact view of the tool output (agent/view.py); False: the whole output
+    max_items: int = MAX_ITEMS  # rows of a listed result the answer reads
 
 
 def run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit) -> None:
@@ -278,7 +283,8 @@ def _use_tool(
     short = surrogate(out.text)
     turn.tool, turn.arguments, turn.tool_result = route.tool, args, short
     emit(ToolResultEvent(name=tool.name, is_error=out.is_error, text=short, chars=len(out.text)))
-    data = out.text if len(out.text) <= MAX_TOOL_CHARS else out.text[:MAX_TOOL_CHARS] + " …(truncated)"
+    # the answer reads a compact view of the output (agent/view.py), the whole of it for an error or on demand
+    data = whole(out.text) if out.is_error or not deps.compact else answer_view(out.text, request, deps.max_items).text
     # a write's empty output is its success; a read's means it found nothing, which answers nothing
     template = (
         TOOL_ERROR

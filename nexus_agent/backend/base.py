@@ -8,12 +8,12 @@ each lane's KV warm, a remote server ignores them (its own prefix cache finds th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from nexus_agent.backend.decision import Decider
+from nexus_agent.backend.decision import Decider, Messages
 from nexus_agent.engine import Generation
 from nexus_agent.splice.mode import SpliceMode
 
@@ -55,6 +55,11 @@ class Backend(Protocol):
         """Greedy reply to ``messages`` (chat-templated with the assistant prompt). ``json``: the reply is JSON of
         that shape, as far as the backend can enforce it (callers validate). ``keep=False``: the reply is not part of
         the conversation (the local lane rolls back to the prompt). Remote failures raise ``RemoteError``."""
+        ...
+
+    def warm(self, variants: Sequence[Messages], lane: int) -> int:
+        """Hold in ``lane`` the head every chat of ``variants`` starts with (a system prompt), so the first request
+        does not decode it; returns its length in tokens (0 on a server, whose prefix cache does this)."""
         ...
 
     def decider(self, splice: SpliceMode = SpliceMode.OFF) -> Decider:

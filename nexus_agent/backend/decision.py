@@ -53,6 +53,11 @@ class Decider(Protocol):
         0 where the backend does not tokenise."""
         ...
 
+    def warm(self, variants: Sequence[Messages], *, lane: int) -> int:
+        """Hold that head in ``lane`` now (in-process: from disk when a process decoded it before, so no request
+        pays for it); returns its length in tokens (0 where the backend does not tokenise)."""
+        ...
+
     def settle(self) -> None:
         """Work that may wait until a turn's answer is out (compiling the tool blocks a decision found missing)."""
         ...

@@ -7,6 +7,7 @@ token trie (:class:`~nexus_agent.backend.trie.TokenNameFSM`), log-odds are read 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
@@ -21,6 +22,7 @@ from nexus_agent.backend.session import PrefixCachedLLM
 from nexus_agent.backend.trie import TokenNameFSM
 from nexus_agent.engine import SIDECAR, Engine, EngineConfig, Generation
 from nexus_agent.engine.blocks import Segment, SpliceConfig, Splicer
+from nexus_agent.engine.heads import HeadStore
 from nexus_agent.splice.mode import SpliceMode
 
 
@@ -29,9 +31,11 @@ class LocalBackend:
 
     local = True
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, heads: bool = True) -> None:
         self.engine = engine
         self.label = f"llama.cpp in-process ({engine.model.path.name})"
+        # stable prompt heads loaded from disk instead of decoded (engine/heads.py); off: decoded every process
+        self.heads = HeadStore(engine, enabled=heads)
 
     @classmethod
     def open(cls, model: str = defaults.CHAT_MODEL, n_threads: int = 2, n_ctx: int = 4096) -> LocalBackend:
@@ -63,10 +67,26 @@ class LocalBackend:
             repeat_penalty=repeat_penalty,
         )
 
+    def warm(self, variants: Sequence[Messages], lane: int) -> int:
+        """Hold the head every chat of ``variants`` starts with in ``lane`` (from disk when it was decoded before);
+        returns its length in tokens."""
+        head = common_head([self.engine.tokenize_chat(v) for v in variants])
+        self.heads.warm(head, lane)
+        return len(head)
+
     def decider(self, splice: SpliceMode = SpliceMode.OFF) -> LocalDecider:
         # one splicer (one block cache) for every lane: only a choice passes stable segments to splice
         splicer = Splicer(self.engine, SpliceConfig(mode=splice)) if splice != SpliceMode.OFF else None
-        return LocalDecider(lambda lane: PrefixCachedLLM(self.engine, lane, splicer))
+        return LocalDecider(lambda lane: PrefixCachedLLM(self.engine, lane, splicer), self.heads)
+
+
+def common_head(rendered: Sequence[Sequence[int]]) -> list[int]:
+    """The tokens every one of ``rendered`` starts with."""
+    if not rendered:
+        return []
+    n = min(len(r) for r in rendered)
+    cut = next((i for i in range(n) if len({r[i] for r in rendered}) > 1), n)
+    return list(rendered[0][:cut])
 
 
 class TokenModel(Protocol):
@@ -96,8 +116,10 @@ class LocalDecider:
 
     label = "llama.cpp in-process"
 
-    def __init__(self, lanes: Callable[[int], TokenModel]) -> None:
+    def __init__(self, lanes: Callable[[int], TokenModel], heads: HeadStore | None = None) -> None:
         self._make = lanes
+        self._heads = heads  # None: heads are decoded with the first prompt that needs them (fakes in tests)
+        self._head_tokens: dict[str, list[int]] = {}
         self._lanes: dict[int, TokenModel] = {}
         self._first = self.lane(SIDECAR)  # tokenises for every lane (they share the model)
         # ChatML's <|im_end|> ends a name where the vocabulary has it; models without it end on EOS/newline.
@@ -157,11 +179,20 @@ class LocalDecider:
         return sorted({ids[0] for w in words if len(ids := self._first.tokenize(w)) == 1})
 
     def head(self, variants: Sequence[Messages]) -> int:
-        rendered = [self._first.render(v) for v in variants]
-        if not rendered:
-            return 0
-        n = min(len(r) for r in rendered)
-        return next((i for i in range(n) if len({r[i] for r in rendered}) > 1), n)
+        return len(self._head(variants))
+
+    def warm(self, variants: Sequence[Messages], *, lane: int) -> int:
+        head = self._head(variants)
+        if self._heads is not None:
+            self._heads.warm(head, lane)
+        return len(head)
+
+    def _head(self, variants: Sequence[Messages]) -> list[int]:
+        """The common head of ``variants``' renderings, memoised (a decision asks for it before every choice)."""
+        key = json.dumps(variants, sort_keys=True)
+        if key not in self._head_tokens:
+            self._head_tokens[key] = common_head([self._first.render(v) for v in variants])
+        return self._head_tokens[key]
 
     def settle(self) -> None:
         for llm in self._lanes.values():

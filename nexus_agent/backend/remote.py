@@ -163,6 +163,9 @@ class RemoteBackend:
     def turn(self) -> AbstractContextManager[object]:
         return nullcontext()
 
+    def warm(self, variants: Sequence[Messages], lane: int) -> int:
+        return 0  # the server's own prefix cache keeps what repeats
+
     def decider(self, splice: SpliceMode = SpliceMode.OFF) -> RemoteDecider:
         """Routing's questions on this server (``splice`` is a local notion: ignored)."""
         return RemoteDecider(self)
@@ -430,6 +433,9 @@ class RemoteDecider:
 
     def head(self, variants: Sequence[Messages]) -> int:
         return 0  # the server tokenises; its prefix cache keeps the head
+
+    def warm(self, variants: Sequence[Messages], *, lane: int) -> int:
+        return 0
 
     def settle(self) -> None:
         pass

@@ -17,6 +17,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from nexus_agent.agent.view import AnswerView
 from nexus_agent.cli.cmd_route import RELEVANCE_DEFAULT, SPLICE_DEFAULT, RelevanceOpt, SpliceOpt
 from nexus_agent.kv.policies import EVICT_CHOICES, POLICIES, check_evict
 from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
@@ -268,6 +269,15 @@ def run(
         "(default: no budget; the prompt keeps the last 4 turns)",
     ),
     evict: EvictOpt = EVICT_DEFAULT,
+    head_cache: bool = typer.Option(
+        True, "--head-cache/--no-head-cache", help="load stable prompt heads from $NEXUS_HOME/heads (or decode them)"
+    ),
+    answer_view: AnswerView = typer.Option(  # noqa: B008
+        AnswerView.COMPACT,
+        "--answer-view",
+        help="compact: answers read the tool output's identifying and requested fields; full: the whole output",
+    ),
+    answer_items: int = typer.Option(20, "--answer-items", min=1, help="rows of a listed result the answer reads"),
 ) -> None:
     """Run the agent against MCP servers."""
     from nexus_agent.agent.api import AgentConfig
@@ -291,6 +301,9 @@ def run(
             relevance=relevance,
             kv_budget=kv_budget,
             evict=evict,
+            head_cache=head_cache,
+            answer_view=answer_view,
+            answer_items=answer_items,
         )
     except ValidationError as e:
         err = e.errors()[0]

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
 
 from nexus_agent import defaults
 from nexus_agent.engine.arena import ArenaFull, Lane, SlotArena
@@ -86,9 +87,19 @@ class EngineConfig:
     kv_budget: int | None = None
     evict: str = "nexus"  # a name of kv.policies.EVICT_CHOICES
     observe: bool = False
+    # tokens drafted per decode by prompt lookup in ``generate`` (0: off); docs/measurements.md#prompt-lookup
+    lookup: int = 0
 
     def __post_init__(self) -> None:
         check_evict(self.evict)
+
+
+@dataclass
+class DraftStats:
+    """Prompt lookup in the last ``generate``: draft tokens checked against greedy selection, and kept."""
+
+    checked: int = 0
+    kept: int = 0
 
 
 @dataclass
@@ -152,6 +163,7 @@ class Engine:
         self.arena = SlotArena(cfg.n_slots, cfg.n_ctx, on_evict=lambda slot: self.ctx.seq_rm(slot))
         self._open_lanes = itertools.count(_FIRST_OPEN_LANE)
         self._fingerprint: ModelFingerprint | None = None
+        self.drafts = DraftStats()  # prompt lookup in the last generate
         # CPU only today: a discrete GPU's KV is not host memory, and the splicer declines there
         self.n_gpu_layers = 0
         self.unified_memory = True
@@ -192,11 +204,15 @@ class Engine:
             lane.forget()
             self.arena.set_record(seq, [], 0)
 
+    def budget_of(self, seq: int) -> KVBudget | None:
+        """Lane ``seq``'s KV budget: its own (``set_budget``), else the engine's for conversation lanes, else none."""
+        default = self.budget if seq == MAIN or seq >= _FIRST_OPEN_LANE else None
+        return self._budgets.get(seq, default)
+
     def _kv(self, seq: int, lane: Lane) -> LaneKV | None:
         """Lane ``seq``'s budget state (made on first use), None for a lane without a budget."""
         if lane.kv is None:
-            default = self.budget if seq == MAIN or seq >= _FIRST_OPEN_LANE else None
-            budget = self._budgets.get(seq, default)
+            budget = self.budget_of(seq)
             if budget is None:
                 return None
             assert self.observer is not None
@@ -371,10 +387,19 @@ class Engine:
         on_token: TokenCallback | None = None,
         keep: bool = True,
         repeat_penalty: float = 1.0,
+        lookup: int | None = None,
     ) -> Generation:
         """Greedy generation after ``prompt`` in lane ``seq``, optionally under a GBNF ``grammar``.
 
-        ``keep=False`` rolls the lane back to ``prompt`` afterwards (generated tokens are not kept).
+        ``keep=False`` rolls the lane back to ``prompt`` afterwards (generated tokens are not kept). ``lookup``:
+        tokens drafted per step by prompt lookup (None: ``EngineConfig.lookup``; 0: one token per decode).
+
+        Prompt lookup (llama-cpp-python's ``LlamaPromptLookupDecoding``): when the last tokens written also occur
+        earlier in the prompt or the output, the tokens that followed them there are a *draft*; the sampled token and
+        the draft are decoded in one batch, and each draft token is kept while it is the token greedy selection picks
+        from the previous row's logits. The first mismatch is replaced by the picked token and the KV after it is
+        dropped, so the tokens are greedy decoding's. Answers and arguments copy names, numbers and titles from the
+        request and the tool output, and a batch of a few tokens costs little more than one on a CPU.
         """
         with self.turn():
             t0 = time.perf_counter()
@@ -383,6 +408,8 @@ class Engine:
                 max_tokens = max(0, self.ctx.n_ctx - len(prompt))
                 if max_tokens == 0:
                     raise ValueError(f"prompt of {len(prompt)} tokens fills the {self.ctx.n_ctx}-token context")
+            # a budgeted lane maps tokens to compacted positions: dropping a rejected draft's cells is not a suffix cut
+            n_draft = 0 if budgeted else self.cfg.lookup if lookup is None else lookup
             reused = self.prefill(prompt, seq)
             lane = self.arena.lane(seq)
             exact_prompt = lane.exact == len(prompt)
@@ -391,13 +418,26 @@ class Engine:
             stopped = "max_tokens"
             text = ""
             pos = len(prompt)  # the next position to decode; tokens before it are in the lane's KV
+            self.drafts = DraftStats()
             try:
                 with Sampler(self.model, grammar=grammar, repeat_penalty=repeat_penalty) as sampler:
                     pending = b""
-                    for i in range(max_tokens):
-                        tok = sampler.sample(self.ctx)
-                        if i == 0:
+                    rows: list[npt.NDArray[np.float32]] = [self.ctx.logits_ith(-1)]
+                    drafted: list[int] = []  # draft tokens decoded at ``pos`` on, not yet checked
+                    while len(out) < max_tokens:
+                        tok = sampler.pick(rows.pop(0))
+                        if not out:
                             ttft = (time.perf_counter() - t0) * 1000
+                        hit = bool(drafted) and drafted[0] == tok
+                        if drafted:
+                            self.drafts.checked += 1
+                            self.drafts.kept += hit
+                        if hit:
+                            drafted.pop(0)
+                            pos += 1  # its cell is the draft's, decoded already; its row is next in ``rows``
+                        elif drafted:  # the first mismatch: the draft's cells from here on are not the text
+                            self.ctx.seq_rm(self.arena.slot_for(seq), pos, -1)
+                            drafted, rows = [], []
                         if self.model.is_eog(tok):
                             stopped = "eog"
                             break
@@ -412,16 +452,25 @@ class Engine:
                         text += s
                         if s and on_token:
                             on_token(s)
-                        if i + 1 < max_tokens:  # the last token needs no logits: nothing samples after it
-                            self.decode([tok], pos, seq)
-                            pos += 1
+                        if hit or len(out) >= max_tokens:  # the last token needs no logits: nothing samples after it
+                            continue
+                        room = min(n_draft, max_tokens - len(out) - 1, self.ctx.n_ctx - pos - 1)
+                        drafted = self._draft(prompt + out, room) if room > 0 else []
+                        logits = self.decode([tok, *drafted], pos, seq, n_logits=1 + len(drafted))
+                        assert logits is not None
+                        rows = list(logits)
+                        pos += 1
             finally:
-                # The arena learns the generated tokens once, at the end: nothing matches against this lane meanwhile.
+                # the trim also drops the cells of a draft the end cut short
                 held = prompt + out[: pos - len(prompt)] if keep else prompt
-                slot = self.arena.slot_for(seq)
-                self._trim(seq, slot, len(held))
+                self._trim(seq, self.arena.slot_for(seq), len(held))
                 self._record(seq, held, len(held) if exact_prompt else lane.exact)
             return Generation(out, text, len(prompt), reused, ttft, (time.perf_counter() - t0) * 1000, stopped)
+
+    def _draft(self, text: list[int], n: int) -> list[int]:
+        """Up to ``n`` tokens that followed the first earlier occurrence of ``text``'s last 1-3 tokens."""
+        found = LlamaPromptLookupDecoding.find_candidate_pred_tokens(np.asarray(text, dtype=np.intc), 3, n)
+        return [int(t) for t in found[:n]]
 
     def logits(self) -> npt.NDArray[np.float32]:
         """The logits (float32 [n_vocab]) after the last token of the last decode that asked for them."""

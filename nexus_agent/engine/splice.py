@@ -70,18 +70,38 @@ class BlockKV:
 def kv_after(engine: Engine, prefix: list[int], body: list[int], seq: int = COMPILE) -> BlockKV:
     """Decode ``body`` behind ``prefix`` in ``seq`` (reusing a cached prefix), export its cells, roll back."""
     with engine.turn():
-        m0 = len(prefix)
         engine.prefill(prefix + body, seq=seq, n_logits=0)
+        kv = lane_kv(engine, seq, len(prefix), body)
+        engine.truncate(seq, len(prefix))
+        return kv
+
+
+def lane_kv(engine: Engine, seq: int, m0: int, body: list[int]) -> BlockKV:
+    """The cells of lane ``seq`` at positions ``m0 .. m0+len(body)-1`` (which must hold ``body``), exported."""
+    with engine.turn():
         sb = parse_blob(engine.ctx.seq_state(engine.slot(seq)))
         sec = sb.sections[0]
         idx = np.flatnonzero(sec.pos >= m0)
-        idx = idx[np.argsort(sec.pos[idx], kind="stable")]
+        idx = idx[np.argsort(sec.pos[idx], kind="stable")][: len(body)]
         if not np.array_equal(sec.pos[idx], np.arange(m0, m0 + len(body))):
             raise RuntimeError(f"sequence {seq} does not hold positions {m0}..{m0 + len(body) - 1} after decoding")
         k = np.stack([sec.k[layer][idx] for layer in range(len(sec.k))]).view(np.uint16)
         v = np.stack([sec.v_rows(layer)[idx] for layer in range(len(sec.v))]).view(np.uint16)
-        engine.truncate(seq, m0)
         return BlockKV(list(body), m0, np.ascontiguousarray(k), np.ascontiguousarray(v))
+
+
+def load_blocks(engine: Engine, seq: int, placements: Sequence[Placement]) -> None:
+    """Put ``placements`` (whole blocks) into lane ``seq``'s slot through ``splice_seq``, without decoding; the
+    caller keeps the lane's record."""
+    with engine.turn():
+        slot = engine.slot(seq)
+        blob, _ = build_splice_blob(engine, [(p, 0, p.n) for p in placements], engine.splice_seq)
+        try:
+            engine.ctx.seq_rm(engine.splice_seq)
+            engine.ctx.set_seq_state(blob, engine.splice_seq)
+            engine.ctx.seq_cp(engine.splice_seq, slot)
+        finally:
+            engine.ctx.seq_rm(engine.splice_seq)
 
 
 # A stand-in for "some other candidate line" in front of a block: how much each token's V moves when it is there

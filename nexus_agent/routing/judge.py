@@ -133,8 +133,16 @@ class RelevanceJudge:
             ]
         return [*msgs, {"role": "user", "content": query}]
 
+    def warm(self, tools: Iterable[Tool]) -> None:
+        """Hold the instructions and examples for ``tools``' servers in the judge's lane now (from disk when a
+        process decoded them before)."""
+        servers = _servers_line(tools)
+        self.decider.warm([self.messages(x, servers) for x in ("a", "b")], lane=RELEVANCE)
+
     def judge(self, query: str, tools: Iterable[Tool]) -> Judgement:
         """How strongly the model says ``query`` needs one of ``tools`` (their servers are what it is shown)."""
         t0 = time.perf_counter()
+        tools = list(tools)
+        self.warm(tools)  # never decoded with the request: the same head, whether loaded or decoded
         odds = self.decider.log_odds(self.messages(query, _servers_line(tools)), _YES, _NO, lane=RELEVANCE)
         return Judgement(odds, (time.perf_counter() - t0) * 1e3)

@@ -137,6 +137,14 @@ class Router:
         """Qualified name -> tool, as the index holds them now."""
         return self.index.tools
 
+    def warm(self) -> None:
+        """Hold the decision's and the relevance judge's stable heads in their lanes now (start-up), loaded from disk
+        when a process decoded them before, so no request pays for them."""
+        if self.reranker is not None:
+            self.reranker.warm()
+        if self.judge is not None and self.cfg.judge.enabled:
+            self.judge.warm(list(self.tools.values()))
+
     def settle(self) -> None:
         """After a turn's answer: the decision's deferred work (compiling the tool blocks it found missing)."""
         if self.reranker is not None:

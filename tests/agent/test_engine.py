@@ -85,3 +85,21 @@ def test_the_llm_decision_keeps_its_system_prompt_warm_across_turns(engine: Engi
         res = rr.rerank("post 'build is green' to #ci", cands)
         # only the request's own part (and the few name tokens picked) is decoded
         assert decider.n_decoded - before <= res.n_prompt_tokens - rr.head_tokens + 8
+
+
+def test_prompt_lookup_gives_greedy_decodings_tokens(engine: Engine) -> None:
+    """Drafted tokens are kept only while greedy selection would pick them: the output does not change."""
+    prompt = engine.model.tokenize("acme/api issue 12: rate limiting. acme/api issue 12: rate limiting. acme/api")
+    with engine.turn():
+        engine.truncate(MAIN, 0)
+        plain = engine.generate(prompt, max_tokens=40, keep=False, lookup=0)
+        assert engine.drafts.checked == 0
+        drafted = engine.generate(prompt, max_tokens=40, keep=False, lookup=4)
+        checked = engine.drafts.checked
+        kept = engine.generate(prompt, max_tokens=40, keep=True, lookup=4)
+        tail = engine.generate(prompt + kept.tokens, max_tokens=1, keep=False, lookup=0)
+        ref = engine.generate(prompt, max_tokens=41, keep=False, lookup=0)
+    assert drafted.tokens == plain.tokens
+    assert checked > 0  # drafts were made and checked, not skipped
+    # with keep=True the lane holds the prompt and exactly the kept tokens (no cell of a rejected draft)
+    assert kept.tokens + tail.tokens == ref.tokens

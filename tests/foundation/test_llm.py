@@ -128,3 +128,39 @@ def test_real_model_answers_and_emits_schema_valid_json() -> None:
     jsonschema.validate(args, schema)
     assert "nexus-demo" in args["name"]
     assert args["private"] is True
+
+
+def test_lazy_grammar_check_picks_the_grammar_first_chains_tokens(tiny_model: LlamaModel) -> None:
+    """Greedy selection asks the grammar about its unconstrained pick and runs the grammar over the vocabulary only
+    when it refuses; the tokens must be those of llama.cpp's grammar-first chain (grammar, then greedy)."""
+    import llama_cpp.llama_cpp as L
+
+    from nexus_agent.llm.sampling import _Candidates
+
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"}}}
+    gbnf = json_schema_to_gbnf(json.dumps(schema))
+    toks = _prompt(tiny_model)
+    refused = 0
+    with LlamaContext(tiny_model, EXACT) as ctx:
+        logits = ctx.decode(toks, 0)
+        assert logits is not None
+        ref = L.llama_sampler_chain_init(L.llama_sampler_chain_default_params())
+        L.llama_sampler_chain_add(ref, L.llama_sampler_init_grammar(tiny_model.vocab, gbnf.encode(), b"root"))
+        L.llama_sampler_chain_add(ref, L.llama_sampler_init_greedy())
+        cand = _Candidates(tiny_model.n_vocab)
+        try:
+            with Sampler(tiny_model, grammar=gbnf) as lazy:
+                row = logits[-1]
+                for i in range(40):
+                    cand.fill(None, row)
+                    cand.apply(ref)
+                    want = cand.selected()
+                    L.llama_sampler_accept(ref, want)
+                    refused += int(row.argmax()) != want  # the random model's own pick broke the grammar
+                    assert lazy.pick(row) == want, f"step {i}"
+                    if tiny_model.is_eog(want):
+                        break
+                    row = ctx.decode([want], len(toks) + i)[-1]
+        finally:
+            L.llama_sampler_free(ref)
+    assert refused > 0  # the fallback (grammar over the whole vocabulary) ran, not only the one-token check

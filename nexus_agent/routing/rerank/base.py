@@ -33,6 +33,9 @@ class Reranker(ABC):
     uses_llm: ClassVar[bool] = False
     decider: Decider | None = None
 
+    def warm(self) -> None:  # noqa: B027 - a reranker without a model has nothing to warm
+        """Hold the decision's stable head in the model's cache now (start-up), so no request pays for it."""
+
     def settle(self) -> None:
         """Work that may wait until the turn's answer is out (the decider's: compiling missing tool blocks)."""
         if self.decider is not None:

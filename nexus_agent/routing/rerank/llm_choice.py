@@ -132,10 +132,12 @@ class LLMChoiceReranker(Reranker):
     def __init__(self, decider: Decider) -> None:
         self.decider = self._ask = decider  # ``decider`` is the base class's optional view of it
         # the tokens every decision's prompt starts with (the system message); the engine's arena keeps their KV
-        # warm between turns, in the sidecar's slot or as a donor for any lane
-        self.head_tokens = decider.head(
-            [[{"role": "system", "content": _SYSTEM}, {"role": "user", "content": u}] for u in ("a", "b")]
-        )
+        # warm between turns, in the sidecar's slot or as a donor for any lane, and a process loads them from disk
+        self._variants = [[{"role": "system", "content": _SYSTEM}, {"role": "user", "content": u}] for u in "ab"]
+        self.head_tokens = decider.head(self._variants)
+
+    def warm(self) -> None:
+        self._ask.warm(self._variants, lane=SIDECAR)
 
     def rerank(
         self,
@@ -145,6 +147,7 @@ class LLMChoiceReranker(Reranker):
         previous: PreviousTurn | None = None,
     ) -> RerankResult:
         names, messages = decision_prompt(query, candidates, history, previous)
+        self.warm()  # the head from disk or the arena, never decoded with the request
         # the candidate lines are separate segments, so a compiled block can stand in for each (--splice)
         res = self._ask.choose(messages, [*names, NONE], lane=SIDECAR, stable=candidate_lines(candidates))
         # a server's unconstrained reply that names no candidate: retrieval's pick stands
