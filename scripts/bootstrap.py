@@ -441,12 +441,13 @@ def prefetch_model_parts(names: list[str]) -> None:
 
 
 def ensure_models(names: list[str], *, what: str) -> None:
-    """Assemble and verify ``names`` with ``nexus-agent models fetch`` (quiet when all are ready). It runs from the
-    source tree, so it can start before the project is installed."""
+    """Assemble and verify ``names`` with ``nexus-agent models fetch`` (quiet when all are ready). It runs the
+    ``models`` commands alone, from the source tree, so it can start before llama-cpp-python and the project are
+    installed."""
     if not names:
         return
     missing = missing_models(names)
-    cmd = [PY, "-m", "nexus_agent.cli", "models", "fetch", "--missing-only", "--quiet", *names]
+    cmd = [PY, "-m", "nexus_agent.cli.cmd_models", "models", "fetch", "--missing-only", "--quiet", *names]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NEXUS_HOME": str(NEXUS_HOME)}
     if not missing:
         run(cmd, log=LOGS / "setup-models.log", env=env)
