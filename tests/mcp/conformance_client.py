@@ -7,7 +7,7 @@ config takes it: ``parse_config`` → ``MultiServerClient`` → ``MCPServerSourc
 authorization servers approve without a person) and tokens go to ``$NEXUS_HOME/auth``. Elicitations are accepted
 with the requested defaults. Every tool the server lists is called once, with arguments made from its schema.
 
-Logging goes to stderr at DEBUG, so a test can check that no token appears in it.
+Logging goes to stderr (or ``--log FILE``) at DEBUG, so a test can check that no token appears in it.
 """
 
 from __future__ import annotations
@@ -57,9 +57,14 @@ async def main(url: str, protocol: str) -> int:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--protocol", default="auto", choices=["auto", "legacy"])
+    ap.add_argument("--log", default=None, help="append the DEBUG log here instead of stderr")
     ap.add_argument("url")
     args = ap.parse_args()
-    logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    fmt = "%(levelname)s %(name)s: %(message)s"
+    if args.log:
+        logging.basicConfig(level=logging.DEBUG, filename=args.log, format=fmt)
+    else:
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format=fmt)
     try:
         sys.exit(asyncio.run(main(args.url, args.protocol)))
     except Exception as exc:
