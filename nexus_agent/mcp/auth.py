@@ -38,6 +38,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, OAuthFlowError
+from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import AnyUrl, ValidationError
 
@@ -377,6 +378,31 @@ def _free_port() -> int:
 # ---- the provider --------------------------------------------------------------------------------------
 
 
+async def _guarded_flow(
+    provider: OAuthClientProvider,
+    flow: AsyncGenerator[httpx2.Request, httpx2.Response],
+    request: httpx2.Request,
+    on_refusal: Callable[[httpx2.Response], None],
+) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+    """Drive the SDK provider's ``flow``, report each 401/403 of ``request`` and check the response it ends with."""
+    last: httpx2.Response | None = None
+    try:
+        outgoing = await flow.__anext__()
+        while True:
+            response = yield outgoing
+            if outgoing is request:
+                last = response
+                if response.status_code in (401, 403):
+                    on_refusal(response)
+            outgoing = await flow.asend(response)
+    except StopAsyncIteration:
+        pass
+    finally:
+        await flow.aclose()
+    if last is not None:
+        _raise_if_refused(_server_of(provider), last, _login_of(provider), "refused after authorization")
+
+
 class NexusOAuth(OAuthClientProvider):
     """The SDK's provider, plus: stored expiry, a login mode, and a 401 that ends the connection with a clear error."""
 
@@ -400,29 +426,60 @@ class NexusOAuth(OAuthClientProvider):
         await super()._initialize()
         self.context.token_expiry_time = self.store.expires_at()
 
+    def _refused(self, response: httpx2.Response) -> None:
+        self.last_challenge = (response.status_code, response.headers.get("www-authenticate", ""))
+
     async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         if self.login.mode == "never" and not self.store.has_tokens():
             # Nothing to refresh and no login allowed: no discovery, no registration, just the clear error.
             response = yield request
             _raise_if_refused(self.server, response, self.login.login, "not logged in")
             return
-        flow = super().async_auth_flow(request)
-        last: httpx2.Response | None = None
+        guarded = _guarded_flow(self, super().async_auth_flow(request), request, self._refused)
         try:
-            outgoing = await flow.__anext__()
+            outgoing = await guarded.__anext__()
             while True:
                 response = yield outgoing
-                if outgoing is request:
-                    last = response
-                    if response.status_code in (401, 403):
-                        self.last_challenge = (response.status_code, response.headers.get("www-authenticate", ""))
-                outgoing = await flow.asend(response)
+                outgoing = await guarded.asend(response)
         except StopAsyncIteration:
-            pass
-        finally:
-            await flow.aclose()
-        if last is not None:
-            _raise_if_refused(self.server, last, self.login.login, "refused after authorization")
+            return
+
+
+class NexusClientCredentials(ClientCredentialsOAuthProvider):
+    """Machine to machine (``"grantType": "client_credentials"``, SEP-1046): the client's own id and secret get the
+    token, so no person and no login are involved; tokens are stored like a login's, with their expiry."""
+
+    def __init__(self, server: str, url: str, store: TokenStore, login_cmd: str, **kw: Any) -> None:
+        super().__init__(url, store, **kw)
+        self.server = server
+        self.store = store
+        self.login_cmd = login_cmd
+
+    async def _initialize(self) -> None:
+        await super()._initialize()
+        self.context.token_expiry_time = self.store.expires_at()
+
+    async def async_auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        guarded = _guarded_flow(self, super().async_auth_flow(request), request, lambda _r: None)
+        try:
+            outgoing = await guarded.__anext__()
+            while True:
+                response = yield outgoing
+                outgoing = await guarded.asend(response)
+        except StopAsyncIteration:
+            return
+
+
+def _server_of(provider: OAuthClientProvider) -> str:
+    return provider.server if isinstance(provider, NexusOAuth | NexusClientCredentials) else "?"
+
+
+def _login_of(provider: OAuthClientProvider) -> str:
+    if isinstance(provider, NexusOAuth):
+        return provider.login.login
+    if isinstance(provider, NexusClientCredentials):
+        return provider.login_cmd
+    return "?"
 
 
 class HeaderAuthGate(httpx2.Auth):
@@ -460,18 +517,12 @@ def build_auth(server: str, config: HttpServerConfig, options: AuthOptions) -> t
     if any(k.lower() == "authorization" for k in config.headers):
         return HeaderAuthGate(server, login_cmd), lambda: None
     oauth = config.oauth
+    if oauth.grant_type == "client_credentials":
+        return _client_credentials(server, config, options, login_cmd), lambda: None
     mode: LoginMode = options.mode or ("headless" if oauth.headless else "never")
     preregistered = None
     if oauth.client_id is not None:
-        secret = None
-        if oauth.client_secret_env is not None:
-            secret = os.environ.get(oauth.client_secret_env)
-            if not secret:
-                raise ServerStartError(
-                    server,
-                    f"the environment variable {oauth.client_secret_env} (named by "
-                    f"mcpServers.{server}.oauth.clientSecretEnv) is not set",
-                )
+        secret = _client_secret(server, config)
         method = oauth.token_endpoint_auth_method or ("client_secret_basic" if secret else "none")
         port = oauth.redirect_port
         preregistered = OAuthClientInformationFull(
@@ -505,3 +556,40 @@ def build_auth(server: str, config: HttpServerConfig, options: AuthOptions) -> t
     )
     provider = NexusOAuth(server, config.url, store, login, metadata, client_metadata_url=oauth.client_metadata_url)
     return provider, login.close
+
+
+def _client_secret(server: str, config: HttpServerConfig) -> str | None:
+    """The pre-registered client's secret, from the environment variable the config names."""
+    name = config.oauth.client_secret_env
+    if name is None:
+        return None
+    secret = os.environ.get(name)
+    if not secret:
+        raise ServerStartError(
+            server, f"the environment variable {name} (named by mcpServers.{server}.oauth.clientSecretEnv) is not set"
+        )
+    return secret
+
+
+def _client_credentials(
+    server: str, config: HttpServerConfig, options: AuthOptions, login_cmd: str
+) -> NexusClientCredentials:
+    oauth = config.oauth
+    secret = _client_secret(server, config)
+    if oauth.client_id is None or secret is None:
+        raise ServerStartError(
+            server,
+            f'mcpServers.{server}.oauth: "grantType": "client_credentials" needs "clientId" and "clientSecretEnv"',
+        )
+    method = oauth.token_endpoint_auth_method
+    return NexusClientCredentials(
+        server,
+        config.url,
+        TokenStore(server, config.url, root=options.store_root),
+        login_cmd,
+        client_id=oauth.client_id,
+        client_secret=secret,
+        token_endpoint_auth_method="client_secret_post" if method == "client_secret_post" else "client_secret_basic",
+        scope=oauth.scope,
+        issuer=oauth.issuer,
+    )

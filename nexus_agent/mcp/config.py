@@ -87,6 +87,10 @@ class OAuthConfig(BaseModel):
     redirect_port: int | None = Field(default=None, ge=1, le=65535)
     # An HTTPS URL of a client metadata document, used as the client_id where the server supports that (CIMD).
     client_metadata_url: str | None = None
+    # "client_credentials": machine to machine with clientId and the secret (no person, no login; SEP-1046).
+    grant_type: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    # The authorization server that issued a client_credentials client (its issuer URL); tokens are asked only there.
+    issuer: str | None = None
     # Complete a needed authorization without a browser: follow the authorization URL and take the code from its
     # redirect. Only works where the authorization server approves without a person (test and internal servers).
     headless: bool = False

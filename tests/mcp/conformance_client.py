@@ -43,6 +43,8 @@ async def main(url: str, protocol: str) -> int:
     if context.get("client_secret"):
         os.environ["CONFORMANCE_CLIENT_SECRET"] = context["client_secret"]
         oauth["clientSecretEnv"] = "CONFORMANCE_CLIENT_SECRET"
+    if os.environ.get("MCP_CONFORMANCE_SCENARIO") == "auth/client-credentials-basic":
+        oauth["grantType"] = "client_credentials"  # a machine-to-machine server entry, as a user would write it
     config = parse_config(
         {"mcpServers": {"conformance": {"url": url, "protocol": protocol, "oauth": oauth}}}, source="conformance"
     )

@@ -3,7 +3,8 @@
 Client: ``npx conformance client --command "python conformance_client.py --protocol MODE" --scenario X`` for every
 client scenario, in ``auto`` mode and, where the scenario's protocol era has it, in ``legacy`` mode. The adapter
 (conformance_client.py) takes the project's own path: parse_config -> MultiServerClient -> MCPServerSource, with
-headless OAuth and elicitations accepted with their defaults.
+headless OAuth (``client-credentials-basic``: a ``"grantType": "client_credentials"`` entry) and elicitations accepted
+with their defaults.
 
 Server: ``npx conformance server --url URL --scenario X`` against ``nexus-agent sandbox github --http``, at the
 printed ``/mcp`` and at ``/mcp/``, for the scenarios that exercise what the sandbox offers.
@@ -64,6 +65,8 @@ CLIENT_SCENARIOS = [
     "auth/cross-app-access-complete-flow",
 ]
 MODES = ["auto", "legacy"]
+# Scenarios that pass when the client refuses to authorize (so no token is stored).
+REFUSED = {"auth/resource-mismatch"}
 
 OUT_OF_SCOPE = {
     "auth/2025-03-26-oauth-metadata-backcompat": (
@@ -75,10 +78,6 @@ OUT_OF_SCOPE = {
         "extension (SEP-1046 client credentials with a private_key_jwt assertion): needs a signing key in the config; "
         "not offered yet"
     ),
-    "auth/client-credentials-basic": (
-        "extension (SEP-1046 client credentials grant, machine to machine): the client runs the authorization-code "
-        "flow only; not offered yet"
-    ),
     "auth/cross-app-access-complete-flow": (
         "extension (SEP-990 enterprise-managed authorization: an IdP ID token exchanged for an ID-JAG); needs an "
         "identity provider login the client does not have"
@@ -86,7 +85,13 @@ OUT_OF_SCOPE = {
 }
 
 # Server scenarios that exercise what the sandbox offers, and the ones that do not apply to it.
-SERVER_SCENARIOS = ["server-initialize", "ping", "tools-list", "server-sse-multiple-streams", "dns-rebinding-protection"]
+SERVER_SCENARIOS = [
+    "server-initialize",
+    "ping",
+    "tools-list",
+    "server-sse-multiple-streams",
+    "dns-rebinding-protection",
+]
 SERVER_OUT_OF_SCOPE = {
     "tools-call-*, json-schema-2020-12, elicitation-*, tools-call-elicitation, tools-call-sampling": (
         "call test tools by fixed names (test_simple_text, test_error_handling, ...); the sandbox offers GitHub's "
@@ -103,7 +108,9 @@ _RESULT = re.compile(r"^Passed: (\d+)/(\d+), (\d+) failed, (\d+) warnings", re.M
 
 def _conformance(*args: str, env: dict[str, str]) -> tuple[int, int, int, str]:
     if not CONFORMANCE.exists():
-        pytest.fail(f"the conformance suite is not installed ({CONFORMANCE}): run `python3 scripts/bootstrap.py --test`")
+        pytest.fail(
+            f"the conformance suite is not installed ({CONFORMANCE}): run `python3 scripts/bootstrap.py --test`"
+        )
     proc = subprocess.run(
         ["npx", "--no-install", "conformance", *args],
         cwd=SUITE_DIR,
@@ -137,9 +144,12 @@ def test_client_scenario(scenario: str, mode: str, tmp_path: Path) -> None:
         "client", "--command", command, "--scenario", scenario, "--timeout", str(SCENARIO_TIMEOUT_MS), env=env
     )
     assert total > 0 and failed == 0 and passed == total, f"{scenario} ({mode}): {passed}/{total} passed\n{out[-4000:]}"
-    if scenario.startswith("auth/"):
+    record_path = tmp_path / "home" / "auth" / "conformance.json"
+    if scenario in REFUSED:
+        assert not record_path.exists() or "tokens" not in json.loads(record_path.read_text())
+    elif scenario.startswith("auth/"):
         # The tokens the flow stored appear nowhere else: not in the client's DEBUG log, not in its output.
-        record = json.loads((tmp_path / "home" / "auth" / "conformance.json").read_text())
+        record = json.loads(record_path.read_text())
         secrets = [v for k, v in record["tokens"].items() if k in ("access_token", "refresh_token")]
         assert secrets
         logged = log.read_text()
@@ -152,7 +162,16 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``nexus-agent sandbox github --http``; yields its printed URL (``…/mcp``)."""
     port = free_port()
     data_dir = tmp_path_factory.mktemp("gh")
-    argv = [sys.executable, "-m", "nexus_agent.sandbox.github", "--http", "--port", str(port), "--data-dir", str(data_dir)]
+    argv = [
+        sys.executable,
+        "-m",
+        "nexus_agent.sandbox.github",
+        "--http",
+        "--port",
+        str(port),
+        "--data-dir",
+        str(data_dir),
+    ]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port, proc)
