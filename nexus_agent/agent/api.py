@@ -41,7 +41,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from nexus_agent import defaults
-from nexus_agent.agent.events import ErrorEvent, Event
+from nexus_agent.agent.events import ElicitationEvent, ErrorEvent, Event
 from nexus_agent.agent.history import Conversation
 from nexus_agent.agent.prompts import SYSTEM_CHAT, SYSTEM_MAIN
 from nexus_agent.agent.routing_adapter import AgentRouter
@@ -51,7 +51,15 @@ from nexus_agent.backend import Backend, LocalBackend, RemoteBackend, RemoteConf
 from nexus_agent.engine import CHAT, MAIN, Engine, EngineConfig
 from nexus_agent.kv.budget import KVBudget
 from nexus_agent.kv.policies import EVICT_CHOICES, check_evict
-from nexus_agent.mcp import MultiServerClient, load_config, resolve_preset
+from nexus_agent.mcp import (
+    AuthOptions,
+    ElicitationReply,
+    ElicitationRequest,
+    MultiServerClient,
+    SourceOptions,
+    load_config,
+    resolve_preset,
+)
 from nexus_agent.mcp.config import EngineEntry, MCPConfig
 from nexus_agent.mcp.tools import ToolListDiff
 from nexus_agent.registry import Tool
@@ -149,6 +157,8 @@ class NexusAgent:
         self._tools: dict[str, Tool] = {}
         self._annotations: dict[str, Mapping[str, Any] | None] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        # server -> the event sinks of the turns now calling one of its tools (the last one is asked an elicitation)
+        self._asking: dict[str, list[Callable[[Event], None]]] = {}
 
     @classmethod
     def from_config(cls, cfg: AgentConfig | Mapping[str, Any] | None = None, **kwargs: Any) -> NexusAgent:
@@ -180,7 +190,13 @@ class NexusAgent:
             self._notice(res.reason)
             servers[res.server_name] = res.server
         remote = self._remote(engine_entry)
-        hub = MultiServerClient.from_config(MCPConfig(servers=servers), default_timeout=self.cfg.tool_timeout_s)
+        source_options = SourceOptions(
+            auth=AuthOptions(config_file=str(self.cfg.config_file) if self.cfg.config_file is not None else None),
+            elicitation=self._elicit,
+        )
+        hub = MultiServerClient.from_config(
+            MCPConfig(servers=servers), options=source_options, default_timeout=self.cfg.tool_timeout_s
+        )
         self.hub = hub
         loading = asyncio.ensure_future(asyncio.to_thread(self._open_local)) if remote is None else None
         try:
@@ -280,11 +296,53 @@ class NexusAgent:
         return list(self._tools.values())
 
     # -- turns
-    def _call_tool_from_thread(self, name: str, args: dict[str, Any]) -> CallResult:
+    def _call_tool_from_thread(self, name: str, args: dict[str, Any], emit: Callable[[Event], None]) -> CallResult:
         assert self._loop is not None and self.hub is not None
-        fut = asyncio.run_coroutine_threadsafe(self.hub.call_tool(name, args), self._loop)
-        res = fut.result()
+        hub = self.hub
+
+        async def call() -> Any:
+            server = hub.resolve(name).server
+            asking = self._asking.setdefault(server, [])
+            asking.append(emit)  # an elicitation from this server during the call goes to this turn's events
+            try:
+                return await hub.call_tool(name, args)
+            finally:
+                asking.remove(emit)
+
+        res = asyncio.run_coroutine_threadsafe(call(), self._loop).result()
         return CallResult(text=res.readable(), is_error=res.is_error)
+
+    async def _elicit(self, request: ElicitationRequest) -> ElicitationReply:
+        """A server's elicitation, as an event of the turn whose tool call it came with; waits for the app's answer."""
+        asking = self._asking.get(request.server)
+        if not asking:
+            return ElicitationReply("cancel")  # no turn is calling this server: nobody to ask
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[ElicitationReply] = loop.create_future()
+
+        def settle(action: str, content: dict[str, Any] | None) -> None:
+            if not answer.done():
+                reply = (
+                    ElicitationReply("accept", content)
+                    if action == "accept"
+                    else ElicitationReply("decline" if action == "decline" else "cancel")
+                )
+                answer.set_result(reply)
+
+        event = ElicitationEvent(
+            server=request.server,
+            message=request.message,
+            mode=request.mode,
+            requested_schema=dict(request.schema),
+            url=request.url,
+        )
+
+        def reply(action: str, content: dict[str, Any] | None) -> None:
+            loop.call_soon_threadsafe(settle, action, content)  # the app may answer from any thread
+
+        event.bind(reply)
+        asking[-1](event)
+        return await answer
 
     def _confirm_from_thread(self, name: str, args: dict[str, Any], ann: Mapping[str, Any] | None) -> bool:
         if self._confirm is None:
@@ -328,7 +386,7 @@ class NexusAgent:
             router=self.router,
             tools=lambda: self._tools,
             annotations=lambda q: self._annotations.get(q),
-            call_tool=self._call_tool_from_thread,
+            call_tool=lambda name, args: self._call_tool_from_thread(name, args, emit),
             confirm=self._confirm_from_thread,
             auto_yes=self.cfg.yes,
             window_turns=self.cfg.window_turns,

@@ -1,11 +1,13 @@
 """Typed events a turn emits, in order: ``route`` → (``tool_call`` → ``tool_result`` | ``tool_skipped``) →
-``token``… → ``answer``; ``error`` may replace any step. Serialised with ``model_dump_json()`` for ``--json``."""
+``token``… → ``answer``; ``error`` may replace any step; ``elicitation`` (a server's question, which the app answers)
+may come during a tool call. Serialised with ``model_dump_json()`` for ``--json``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 
 class _Event(BaseModel):
@@ -73,7 +75,51 @@ class ErrorEvent(_Event):
     message: str
 
 
+class ElicitationEvent(_Event):
+    """A server asks the user something during a tool call (MCP ``elicitation/create``); the call waits for the answer.
+
+    Answer with :meth:`accept` (a form's field values; omitted fields get the schema's defaults), :meth:`decline`
+    (the user said no) or :meth:`cancel` (dismissed). ``mode`` "form": fill ``requested_schema``'s fields; "url":
+    agree to open ``url``. The app answers from any thread; the first answer counts. ``yes`` (auto-approval of tool
+    calls) never answers an elicitation.
+    """
+
+    type: Literal["elicitation"] = "elicitation"
+    server: str
+    message: str
+    mode: Literal["form", "url"] = "form"
+    requested_schema: dict[str, Any] = Field(default_factory=dict)
+    url: str | None = None
+    _reply: Callable[[str, dict[str, Any] | None], None] | None = PrivateAttr(default=None)
+
+    def bind(self, reply: Callable[[str, dict[str, Any] | None], None]) -> ElicitationEvent:
+        """Internal: where the answer goes (set by the agent before the event is emitted)."""
+        self._reply = reply
+        return self
+
+    def accept(self, content: dict[str, Any] | None = None) -> None:
+        self._answer("accept", dict(content or {}))
+
+    def decline(self) -> None:
+        self._answer("decline", None)
+
+    def cancel(self) -> None:
+        self._answer("cancel", None)
+
+    def _answer(self, action: str, content: dict[str, Any] | None) -> None:
+        if self._reply is None:
+            raise RuntimeError("this elicitation event is not connected to a server's request")
+        self._reply(action, content)
+
+
 Event = Annotated[
-    RouteEvent | ToolCallEvent | ToolResultEvent | ToolSkippedEvent | TokenEvent | AnswerEvent | ErrorEvent,
+    RouteEvent
+    | ToolCallEvent
+    | ToolResultEvent
+    | ToolSkippedEvent
+    | ElicitationEvent
+    | TokenEvent
+    | AnswerEvent
+    | ErrorEvent,
     Field(discriminator="type"),
 ]

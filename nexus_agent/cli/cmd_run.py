@@ -132,6 +132,71 @@ class _LineReader:
         return True
 
 
+async def _answer_elicitation(ev: Any, reader: _LineReader) -> None:
+    """A server's question during a tool call, asked on the terminal: each field checked against the requested schema,
+    Enter takes a field's default. Without a terminal (pipes, CI) it is cancelled: ``--yes`` never answers it."""
+    from nexus_agent.mcp.elicitation import ElicitationRequest, apply_defaults, check_content, choices, parse_field
+
+    if not sys.stdin.isatty():
+        _err.print(f"[yellow]note:[/yellow] {ev.server} asked a question (no terminal to ask it on; cancelled)")
+        ev.cancel()
+        return
+    _err.print(f"[yellow]?[/yellow] [bold]{ev.server}[/bold] asks: {ev.message}")
+    if ev.mode == "url":
+        _err.print(f"  it wants you to open: {ev.url}")
+        answer = await reader.read("  open it? [y/N, c = cancel] ")
+        if answer is None or answer.strip().lower() in ("c", "cancel"):
+            ev.cancel()
+        elif answer.strip().lower() in ("y", "yes"):
+            ev.accept()
+        else:
+            ev.decline()
+        return
+    request = ElicitationRequest(server=ev.server, message=ev.message, schema=ev.requested_schema)
+    answer = await reader.read("  answer? [Y/n, c = cancel] ")
+    if answer is None or answer.strip().lower() in ("c", "cancel"):
+        ev.cancel()
+        return
+    if answer.strip().lower() in ("n", "no"):
+        ev.decline()
+        return
+    required = request.required
+    for _attempt in range(3):
+        content: dict[str, Any] = {}
+        for name, prop in request.fields.items():
+            label = prop.get("title") or name
+            hints = [str(prop["description"])] if prop.get("description") else []
+            if opts := choices(prop):
+                hints.append(
+                    "one of " + ", ".join(opts) + (" (comma-separated)" if prop.get("type") == "array" else "")
+                )
+            if "default" in prop:
+                hints.append(f"Enter for {json.dumps(prop['default'])}")
+            elif name not in required:
+                hints.append("Enter to skip")
+            while True:
+                line = await reader.read(f"  {label}{' (' + '; '.join(hints) + ')' if hints else ''}: ")
+                if line is None:
+                    ev.cancel()
+                    return
+                if not line.strip():
+                    if "default" in prop or name not in required:
+                        break
+                    _err.print("  [red]required[/red]")
+                    continue
+                try:
+                    content[name] = parse_field(prop, line)
+                    break
+                except ValueError as e:
+                    _err.print(f"  [red]{e}[/red]")
+        problems = check_content(request, apply_defaults(request, content))
+        if not problems:
+            ev.accept(content)
+            return
+        _err.print("  [red]" + "; ".join(problems) + "[/red]")
+    ev.cancel()
+
+
 async def _main(cfg: Any, prompt: str | None, as_json: bool) -> int:
     from nexus_agent.agent.api import NexusAgent
 
@@ -201,6 +266,8 @@ async def _main(cfg: Any, prompt: str | None, as_json: bool) -> int:
                     print(ev.model_dump_json(), flush=True)
                 else:
                     printer(ev)
+                if ev.type == "elicitation":
+                    await _answer_elicitation(ev, reader)
                 failed = failed or ev.type == "error"
         finally:
             if spinner:

@@ -4,16 +4,20 @@ The official ``mcp`` SDK is used only inside :mod:`nexus_agent.mcp.client`; ever
 own types, so the rest of Nexus Agent never imports the SDK.
 """
 
+from nexus_agent.mcp.auth import AuthOptions, LoginMode
 from nexus_agent.mcp.client import MCPServerSource, SourceOptions
 from nexus_agent.mcp.config import (
     HttpServerConfig,
     MCPConfig,
+    OAuthConfig,
     ServerConfig,
     StdioServerConfig,
     load_config,
     parse_config,
 )
+from nexus_agent.mcp.elicitation import ElicitationHandler, ElicitationReply, ElicitationRequest
 from nexus_agent.mcp.errors import (
+    AuthRequiredError,
     ConfigError,
     MCPClientError,
     ServerCrashedError,
@@ -29,12 +33,19 @@ from nexus_agent.mcp.tools import ProgressUpdate, ToolInfo, ToolListDiff, ToolRe
 
 __all__ = [
     "PRESETS",
+    "AuthOptions",
+    "AuthRequiredError",
     "ConfigError",
+    "ElicitationHandler",
+    "ElicitationReply",
+    "ElicitationRequest",
     "HttpServerConfig",
+    "LoginMode",
     "MCPClientError",
     "MCPConfig",
     "MCPServerSource",
     "MultiServerClient",
+    "OAuthConfig",
     "PresetContext",
     "PresetResolution",
     "ProgressUpdate",

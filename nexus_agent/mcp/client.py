@@ -36,7 +36,7 @@ import contextlib
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -44,15 +44,23 @@ from typing import Any, Literal, TextIO
 import anyio
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters, types
-from mcp.client.session import IncomingMessage
+from mcp.client.session import ClientRequestContext, IncomingMessage
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from nexus_agent import __version__
+from nexus_agent.mcp.auth import AuthOptions, build_auth
 from nexus_agent.mcp.config import HttpServerConfig, ServerConfig, StdioServerConfig
-from nexus_agent.mcp.errors import ServerCrashedError, ServerStartError, SourceClosedError, ToolTimeoutError
+from nexus_agent.mcp.elicitation import ElicitationHandler, answer_elicitation
+from nexus_agent.mcp.errors import (
+    AuthRequiredError,
+    ServerCrashedError,
+    ServerStartError,
+    SourceClosedError,
+    ToolTimeoutError,
+)
 from nexus_agent.mcp.source import ToolSource, call_listener
 from nexus_agent.mcp.tools import ProgressCallback, ProgressUpdate, ToolInfo, ToolResult, diff_tools
 from nexus_agent.paths import cache_dir
@@ -89,6 +97,10 @@ class SourceOptions:
     log_dir: Path | None = None  # where stderr logs go; default $NEXUS_HOME/logs
     # Overrides every server's config ``protocol`` when set ("auto", "legacy" or a 2026-era revision).
     protocol: str | None = None
+    # How an HTTP server's OAuth goes (login mode, where tokens live, the config file the login command names).
+    auth: AuthOptions = field(default_factory=AuthOptions)
+    # Answers a server's elicitation/create (None: the server is told this client does not support elicitation).
+    elicitation: ElicitationHandler | None = None
 
 
 @dataclass(frozen=True)
@@ -326,8 +338,9 @@ class MCPServerSource(ToolSource):
                     log.info("MCP server %r: session ended: %s", self.name, _describe(exc))
                     command = served if served is not None else await self._next_control_command()
                     continue
-                reason = _describe(exc) + self._stderr_tail()
-                if not self._resolve_ready(ServerStartError(self.name, reason)):
+                auth = _auth_error(exc)
+                reason = str(auth) if auth is not None else _describe(exc) + self._stderr_tail()
+                if not self._resolve_ready(auth or ServerStartError(self.name, reason)):
                     log.warning("MCP server %r stopped: %s", self.name, reason)
                 command = await self._next_control_command()
 
@@ -347,6 +360,9 @@ class MCPServerSource(ToolSource):
             transport = stdio_client(params, errlog=errlog)
         else:
             assert isinstance(self.config, HttpServerConfig)
+            # OAuth (or, with a configured Authorization header, a gate that turns a 401 into AuthRequiredError).
+            auth, release = build_auth(self.name, self.config, self.options.auth)
+            stack.callback(release)
             # The SDK's defaults: 30 s for connect/write, 5 min read (a response stream may stay open). Headers
             # (a bearer token for a remote server) ride on every request, the 2026 revision's mcp-* ones included.
             http = await stack.enter_async_context(
@@ -354,6 +370,7 @@ class MCPServerSource(ToolSource):
                     headers=dict(self.config.headers),
                     timeout=httpx2.Timeout(30.0, read=300.0),
                     follow_redirects=True,
+                    auth=auth,
                 )
             )
             transport = streamable_http_client(self.config.url, http_client=http)
@@ -364,6 +381,7 @@ class MCPServerSource(ToolSource):
             read_timeout_seconds=self.options.startup_timeout,
             message_handler=self._on_message,
             client_info=_CLIENT_INFO,
+            elicitation_callback=self._on_elicitation if self.options.elicitation is not None else None,
             cache=None,  # this source keeps the tool list itself, and re-lists only on a change notice
         )
         # No cancel scope around this: the SDK's task groups entered here outlive the call (see _handshake).
@@ -502,6 +520,13 @@ class MCPServerSource(ToolSource):
         elif isinstance(message, types.LoggingMessageNotification):
             log.debug("MCP server %r log [%s]: %s", self.name, message.params.level, message.params.data)
 
+    async def _on_elicitation(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        handler = self.options.elicitation
+        assert handler is not None  # the callback is only installed with a handler
+        return await answer_elicitation(self.name, params, handler)
+
     def _resolve_ready(self, error: BaseException | None) -> bool:
         """Settle a pending start/restart; False if nobody was waiting."""
         fut = self._ready
@@ -565,6 +590,11 @@ def _leaves(exc: BaseException) -> Iterator[BaseException]:
             yield from _leaves(inner)
     else:
         yield exc
+
+
+def _auth_error(exc: BaseException) -> AuthRequiredError | None:
+    """The authorization error inside an exception (group) from the SDK's task groups, if there is one."""
+    return next((leaf for leaf in _leaves(exc) if isinstance(leaf, AuthRequiredError)), None)
 
 
 def _is_transport_loss(exc: BaseException) -> bool:

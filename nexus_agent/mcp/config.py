@@ -5,13 +5,18 @@ Shape (JSON)::
     {"mcpServers": {
         "<name>": {"command": "npx", "args": ["-y", "pkg"], "env": {"K": "V"}, "cwd": "/opt"},   # stdio
         "<name>": {"url": "http://127.0.0.1:3001/mcp", "headers": {"Authorization": "Bearer ..."}}  # HTTP
+        "<name>": {"url": "https://mcp.example.com/mcp", "oauth": {"clientId": "abc", "clientSecretEnv": "X_SECRET"}}
     }}
 
 The server shape is told by its keys (``command`` for stdio, ``url`` for streamable HTTP), as those clients
 do; an optional ``type`` (``stdio``, ``http``, ``streamable-http``, ``streamableHttp``) must agree with it.
 An optional ``"protocol"`` (``auto``, the default; ``legacy``; ``2026-07-28``) pins how the connection negotiates
-the MCP revision (see :data:`Protocol`). Keys other clients add for their own UI (``autoApprove``,
-``alwaysAllow``, ...) are ignored; ``"disabled": true`` (Cline) drops the server.
+the MCP revision (see :data:`Protocol`). An HTTP server that answers 401 is authorized with OAuth 2.1 (see
+:mod:`nexus_agent.mcp.auth`); its optional ``"oauth"`` object names a pre-registered client (``clientId``, and the
+environment variable ``clientSecretEnv`` that holds its secret: never the secret itself), the ``scope`` to ask for,
+a fixed ``redirectPort`` for the login's localhost redirect, and ``headless`` (complete the authorization without a
+browser, where the authorization server approves without a person). Keys other clients add for their own UI
+(``autoApprove``, ``alwaysAllow``, ...) are ignored; ``"disabled": true`` (Cline) drops the server.
 
 The file may also name the generation engine, an OpenAI-compatible server (``nexus-agent run --engine``; the API key
 comes from ``NEXUS_API_KEY`` or ``OPENAI_API_KEY``, never from the file)::
@@ -31,13 +36,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
 
 from nexus_agent.backend import check_base_url
 from nexus_agent.mcp.errors import ConfigError
 
 # Server names end up in qualified tool names ``<server>__<tool>`` and in log file names, so they are kept to
 # characters that are valid in function-calling tool names; ``__`` would make the split ambiguous.
-_SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 # How a connection picks its MCP protocol revision: "auto" probes server/discover (2026-07-28) and falls back to the
 # initialize handshake of the 2025 revisions; "legacy" goes straight to the handshake (for a proxy or gateway that
@@ -64,6 +70,32 @@ class StdioServerConfig(BaseModel):
         return "stdio"
 
 
+class OAuthConfig(BaseModel):
+    """How an HTTP server's OAuth 2.1 authorization goes (all optional: by default the client registers itself)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, alias_generator=to_camel, populate_by_name=True)
+
+    # A client registered with the authorization server beforehand; without it the client registers dynamically.
+    client_id: str | None = Field(default=None, min_length=1)
+    # The name of the environment variable that holds the pre-registered client's secret (the file never holds it).
+    client_secret_env: str | None = Field(default=None, min_length=1)
+    # How a pre-registered client with a secret authenticates at the token endpoint (RFC 6749 §2.3.1).
+    token_endpoint_auth_method: Literal["client_secret_basic", "client_secret_post", "none"] | None = None
+    # Space-separated scopes to ask for when the server's challenge and metadata name none.
+    scope: str | None = None
+    # The localhost port the login's redirect comes back to (a pre-registered client's redirect URI fixes it).
+    redirect_port: int | None = Field(default=None, ge=1, le=65535)
+    # An HTTPS URL of a client metadata document, used as the client_id where the server supports that (CIMD).
+    client_metadata_url: str | None = None
+    # "client_credentials": machine to machine with clientId and the secret (no person, no login; SEP-1046).
+    grant_type: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    # The authorization server that issued a client_credentials client (its issuer URL); tokens are asked only there.
+    issuer: str | None = None
+    # Complete a needed authorization without a browser: follow the authorization URL and take the code from its
+    # redirect. Only works where the authorization server approves without a person (test and internal servers).
+    headless: bool = False
+
+
 class HttpServerConfig(BaseModel):
     """A server already running somewhere, reached over MCP streamable HTTP."""
 
@@ -74,6 +106,7 @@ class HttpServerConfig(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     disabled: bool = False
     protocol: Protocol = "auto"
+    oauth: OAuthConfig = Field(default_factory=OAuthConfig)
 
     @field_validator("url")
     @classmethod
@@ -144,7 +177,7 @@ def parse_config(data: Any, source: str = "<memory>") -> MCPConfig:
     servers: dict[str, ServerConfig] = {}
     for name, entry in raw.items():
         key = f"mcpServers.{name}"
-        if not _SERVER_NAME.match(name) or "__" in name:
+        if not SERVER_NAME.match(name) or "__" in name:
             raise ConfigError(
                 source,
                 key,
@@ -210,6 +243,10 @@ def _problem(err: Any) -> str:
         return f"expected {_EXPECTED[kind]}, got {_show(err['input'])}"
     if kind == "missing":
         return "required key is missing"
+    if kind == "extra_forbidden":
+        if err["loc"][-1] in ("clientSecret", "client_secret"):
+            return "a secret is never read from the file: put it in an environment variable named by clientSecretEnv"
+        return "unknown key"
     if kind == "string_too_short":
         return "must not be empty"
     if kind == "literal_error":

@@ -38,6 +38,26 @@ class ServerStartError(MCPClientError):
         super().__init__(f"MCP server {server!r} failed to start: {reason}")
 
 
+class AuthRequiredError(MCPClientError):
+    """An HTTP server refused the connection for want of authorization (HTTP 401, or 403 ``insufficient_scope``).
+
+    ``challenge`` is the server's ``WWW-Authenticate`` header (empty if it sent none) and ``login`` the command that
+    logs in. The message never holds a token: the challenge is the server's, and tokens never reach this layer's
+    messages.
+    """
+
+    def __init__(self, server: str, status: int, challenge: str, login: str, detail: str = "") -> None:
+        self.server = server
+        self.status = status
+        self.challenge = challenge
+        self.login = login
+        shown = f"; WWW-Authenticate: {challenge}" if challenge else " and no WWW-Authenticate challenge"
+        why = f" ({detail})" if detail else ""
+        super().__init__(
+            f"MCP server {server!r} requires authorization: HTTP {status}{shown}{why}. Log in with: {login}"
+        )
+
+
 class ServerCrashedError(MCPClientError):
     """A server died (process exited, stream closed) and the one allowed restart did not help."""
 

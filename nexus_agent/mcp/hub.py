@@ -20,6 +20,7 @@ callbacks run on the loop and must not block it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import difflib
 import math
 from collections.abc import Iterable, Mapping
@@ -66,7 +67,13 @@ class MultiServerClient(ToolSource):
     def from_config(
         cls, config: MCPConfig, *, options: SourceOptions | None = None, **kwargs: Any
     ) -> MultiServerClient:
-        """One :class:`MCPServerSource` per configured server; ``kwargs`` go to the constructor."""
+        """One :class:`MCPServerSource` per configured server; ``kwargs`` go to the constructor.
+
+        The config's file is what an authorization error's login command names (unless ``options`` name one).
+        """
+        options = options or SourceOptions()
+        if options.auth.config_file is None and config.source != "<memory>":
+            options = dataclasses.replace(options, auth=dataclasses.replace(options.auth, config_file=config.source))
         return cls([MCPServerSource(name, server, options) for name, server in config.servers.items()], **kwargs)
 
     # ---- lifetime ---------------------------------------------------------------------------------------

@@ -6,11 +6,13 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx2
 import pytest
 from gh_sandbox_support import ERAS, call_ok
-from mcp import Client
+from mcp import Client, MCPError, types
 
 STARTUP_DEADLINE_S = 60.0
 
@@ -71,3 +73,59 @@ async def test_streamable_http(tmp_path: Path, mode: str) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """One sandbox served over HTTP for the header and routing tests below; yields its port."""
+    port, data_dir = _free_port(), str(tmp_path_factory.mktemp("gh"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nexus_agent.sandbox.github", "--http", "--port", str(port), "--data-dir", data_dir],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _wait_listening(proc, port)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}
+_ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/mcp/"])
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({}, 200),
+        ({"Origin": "http://localhost:5173"}, 200),
+        ({"Host": "localhost"}, 200),
+        ({"Host": "evil.example.com"}, 421),
+        ({"Host": "evil.example.com", "Origin": "http://evil.example.com"}, 421),
+        ({"Origin": "http://evil.example.com"}, 403),
+    ],
+)
+def test_dns_rebinding_protection_without_redirect(
+    served: int, path: str, headers: dict[str, str], status: int
+) -> None:
+    # follow_redirects=False: the printed URL must answer itself, not 307 to /mcp/.
+    with httpx2.Client(follow_redirects=False, timeout=30) as http:
+        response = http.post(f"http://127.0.0.1:{served}{path}", json=_INITIALIZE, headers={**_ACCEPT, **headers})
+    assert response.status_code == status, response.text
+
+
+@pytest.mark.parametrize("mode", list(ERAS))
+async def test_unknown_tool_is_a_jsonrpc_error(served: int, mode: str) -> None:
+    async with Client(f"http://127.0.0.1:{served}/mcp", mode=mode) as s:
+        with pytest.raises(MCPError) as caught:
+            await s.call_tool("no_such_tool", {})
+    assert caught.value.error.code == types.INVALID_PARAMS
+    assert caught.value.error.message == "Unknown tool: no_such_tool"

@@ -20,9 +20,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from mcp import types
+from mcp import MCPError, types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.server.transport_security import TransportSecuritySettings
 
 from nexus_agent import __version__
 from nexus_agent.sandbox.github.context import DB_NAME, Sandbox, ToolError
@@ -108,6 +109,9 @@ class GitHubSandboxServer:
     async def _on_call_tool(
         self, _ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        if params.name not in self.catalog.definitions:
+            # As the spec's example answers an unknown tool: a JSON-RPC error, not a tool result.
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
         # Validation happens in call() so the message can name the argument.
         try:
             return self.call(params.name, params.arguments or {})
@@ -146,23 +150,44 @@ class GitHubSandboxServer:
             await self.server.run(read, write, self.server.create_initialization_options())
 
     async def run_http(self, host: str, port: int) -> None:
-        """Serve streamable HTTP at ``http://host:port/mcp`` until cancelled."""
+        """Serve streamable HTTP at ``http://host:port/mcp`` (and ``/mcp/``, without a redirect) until cancelled."""
         import uvicorn
-        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
         from starlette.applications import Starlette
-        from starlette.routing import Mount
-        from starlette.types import Receive, Scope, Send
+        from starlette.routing import Route
 
-        manager = StreamableHTTPSessionManager(app=self.server)  # both eras, as the SDK's own app serves them
-
-        async def handle(scope: Scope, receive: Receive, send: Send) -> None:
-            await manager.handle_request(scope, receive, send)
+        # Both eras, as the SDK's own app serves them; Host/Origin checked against DNS rebinding (see http_security).
+        manager = StreamableHTTPSessionManager(app=self.server, security_settings=http_security(host))
+        endpoint = StreamableHTTPASGIApp(manager)
 
         @contextlib.asynccontextmanager
         async def lifespan(_app: Starlette) -> AsyncIterator[None]:
             async with manager.run():
                 yield
 
-        app = Starlette(routes=[Mount("/mcp", app=handle)], lifespan=lifespan)
+        # Two routes rather than a Mount: a Mount answers POST /mcp with a 307 to /mcp/, which a client that does not
+        # follow redirects on POST cannot use.
+        routes = [Route(path, endpoint=endpoint) for path in ("/mcp", "/mcp/")]
+        app = Starlette(routes=routes, lifespan=lifespan)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning")
         await uvicorn.Server(config).serve()
+
+
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+def http_security(host: str) -> TransportSecuritySettings:
+    """DNS-rebinding protection: only loopback ``Host`` and ``Origin`` headers (and the bound host's) are served.
+
+    A web page on another origin that resolves its own name to 127.0.0.1 gets 403 (bad Origin) or 421 (bad Host),
+    as the SDK's ``streamable_http_app()`` does for a local server. Binding a specific non-loopback address adds it.
+    """
+    hosts = list(_LOOPBACK)
+    bound = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    if bound not in hosts and bound not in ("0.0.0.0", "[::]"):
+        hosts.append(bound)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*hosts, *(f"{h}:*" for h in hosts)],
+        allowed_origins=[f"{scheme}://{h}{port}" for h in hosts for scheme in ("http", "https") for port in ("", ":*")],
+    )
