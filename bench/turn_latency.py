@@ -46,9 +46,10 @@ ONE_SHOT = {
 # list requests for the session part; the coverage check re-reads the call each one made
 SESSION = [
     "list the open issues in acme/api",
-    "list the open pull requests in acme/web",
+    "list all pull requests in acme/api, open and closed",
+    "which repositories does the acme organisation have?",
     "list the branches of acme/api",
-    "find issues about login in acme/web",
+    "show the recent commits in acme/api",
 ]
 ARG_CASES = [
     ("list_issues", "list the open issues in acme/api"),
@@ -206,6 +207,10 @@ async def _listed(session: Any, call: tuple[str, dict[str, Any]]) -> list[str]:
                 if isinstance(row.get(k), str):
                     out.append(row[k])
                     break
+            else:  # a commit: its message's first line
+                msg = (row.get("commit") or {}).get("message") if isinstance(row.get("commit"), dict) else None
+                if isinstance(msg, str) and msg:
+                    out.append(msg.splitlines()[0])
     return out
 
 
@@ -422,7 +427,9 @@ def main() -> None:
     ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "turn_latency.json"))
     a = ap.parse_args()
     parts = a.parts.split(",")
-    res: dict[str, Any] = {"model": a.model, "date": time.strftime("%Y-%m-%d %H:%M"), "cpus": os.cpu_count()}
+    out = Path(a.json)
+    res: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}  # parts not run now are kept
+    res |= {"model": a.model, "date": time.strftime("%Y-%m-%d %H:%M"), "cpus": os.cpu_count()}
     if "arguments" in parts:
         res["arguments"] = part_arguments(a.model, max(a.repeats, 2))
     if "lookup" in parts:
@@ -432,7 +439,6 @@ def main() -> None:
     if "session" in parts:
         res["session"] = part_session()
     res["summary"] = summarize(res)
-    out = Path(a.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1, default=str))
     out.with_suffix(".md").write_text(markdown(res, res["summary"]))
