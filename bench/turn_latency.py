@@ -38,19 +38,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-ONE_SHOT = {
+# the fixed request set: one of each path a turn takes (the one-shot runs all but the follow-up, which needs a turn
+# before it; the session runs each as the second turn after FIRST_TURN)
+REQUESTS = {
     "auto": "list the open issues in acme/api",
     "escalated": "who should review the dark mode change in the web repo?",
+    "judged": "what pull requests are waiting for my review?",
     "no-tool": "what is a pull request, in one sentence?",
+    "follow-up": "who opened the first one?",
 }
-# list requests for the session part; the coverage check re-reads the call each one made
-SESSION = [
-    "list the open issues in acme/api",
-    "list all pull requests in acme/api, open and closed",
-    "which repositories does the acme organisation have?",
-    "list the branches of acme/api",
-    "show the recent commits in acme/api",
-]
+ONE_SHOT = {k: v for k, v in REQUESTS.items() if k != "follow-up"}
 ARG_CASES = [
     ("list_issues", "list the open issues in acme/api"),
     ("create_issue", "open an issue in acme/web titled 'Dark mode flickers' with body 'Seen on Safari 17'"),
@@ -70,12 +67,12 @@ def _stats(xs: list[float]) -> dict[str, float | None]:
 
 
 # ---- one-shot ------------------------------------------------------------------------------------------------
-def one_shot_run(request: str, extra: list[str]) -> dict[str, Any]:
-    """One ``run -p`` process; seconds from its start to each stage."""
-    exe = ROOT / ".venv" / "bin" / "nexus-agent"
+def one_shot_run(request: str, extra: list[str], root: Path = ROOT) -> dict[str, Any]:
+    """One ``run -p`` process of the checkout at ``root``; seconds from its start to each stage."""
+    exe = root / ".venv" / "bin" / "nexus-agent"
     cmd = [str(exe), "run", "--mcp", "github", "--yes", "--json", "-p", request, *extra]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=root)
     marks: dict[str, float] = {}
     route_ms = 0.0
     decision = None
@@ -112,7 +109,15 @@ def one_shot_run(request: str, extra: list[str]) -> dict[str, Any]:
     return out
 
 
-ARMS = {"before": ["--no-head-cache", "--answer-view", "full"], "after": []}
+# one arm per change, off/on in the same run: both off, each off alone, both on (the defaults)
+ARMS = {
+    "before": ["--no-head-cache", "--answer-view", "full"],
+    "no-heads": ["--no-head-cache"],
+    "full-view": ["--answer-view", "full"],
+    "after": [],
+}
+# ``--baseline DIR``: one more arm, a checkout of an earlier commit (its own .venv) run with its defaults
+BASELINE: dict[str, Path] = {}
 
 
 def part_one_shot(repeats: int) -> dict[str, Any]:
@@ -122,7 +127,8 @@ def part_one_shot(repeats: int) -> dict[str, Any]:
     for r in range(repeats):
         for kind, req in ONE_SHOT.items():
             for arm, extra in ARMS.items():
-                row = one_shot_run(req, extra) | {"kind": kind, "arm": arm, "repeat": r}
+                root = BASELINE.get(arm, ROOT)
+                row = one_shot_run(req, extra, root) | {"kind": kind, "arm": arm, "repeat": r}
                 print(f"  {arm:6s} {kind:9s} " + _fmt(row), flush=True)
                 rows.append(row)
     return {"store_fill_run": stored, "runs": rows}
@@ -134,58 +140,62 @@ def _fmt(row: dict[str, Any]) -> str:
 
 
 # ---- session ---------------------------------------------------------------------------------------------------
-async def _session(view: str, requests: list[str]) -> list[dict[str, Any]]:
-    from mcp import ClientSession
-    from mcp.client.stdio import stdio_client
-
+async def _second_turn(cfg: dict[str, Any], first: str, request: str) -> dict[str, Any]:
+    """A new session (agent) per request: ``first`` as its first turn, then ``request``, timed stage by stage from
+    the moment it is sent."""
     from nexus_agent.agent.api import AgentConfig, NexusAgent
-    from nexus_agent.paths import nexus_home
-    from nexus_agent.sandbox.github import sandbox_server_params
 
-    agent = NexusAgent(AgentConfig(mcp=["github"], yes=True, answer_view=view))
+    agent = NexusAgent(AgentConfig(mcp=["github"], yes=True, **cfg))
     await agent.start()
-    rows = []
     try:
-        async for _ in agent.run("hi, I'm looking at the acme repositories today"):  # warm-up turn
+        async for _ in agent.run(first):
             pass
-        params = sandbox_server_params(nexus_home() / "sandbox" / "github")
-        async with stdio_client(params) as (r, w), ClientSession(r, w) as direct:
-            await direct.initialize()
-            for req in requests:
-                t = time.perf_counter()
-                first = None
-                call = None
-                answer = ""
-                async for ev in agent.run(req):
-                    if ev.type == "token" and first is None:
-                        first = time.perf_counter() - t
-                    if ev.type == "tool_call":
-                        call = (ev.name, ev.arguments)
-                    if ev.type == "answer":
-                        answer = ev.text
-                end = time.perf_counter() - t
-                names = await _listed(direct, call) if call else []
-                shown = names[: agent.cfg.answer_items]
-                named = [n for n in shown if n.lower() in answer.lower()]
-                row = {
-                    "request": req,
-                    "view": view,
-                    "tool": call[0] if call else None,
-                    "first_token": first,
-                    "end": end,
-                    "rows": len(names),
-                    "named": len(named),
-                    "coverage": len(named) / len(shown) if shown else None,
-                    "missing": [n for n in shown if n not in named],
-                    "answer": answer,
-                }
-                print(
-                    f"  {view:7s} {req[:40]:40s} first={first or 0:.1f} end={end:.1f} named {len(named)}/{len(shown)}"
-                )
-                rows.append(row)
+        t = time.perf_counter()
+        marks: dict[str, float] = {}
+        route_ms = 0.0
+        decision = tool = None
+        async for ev in agent.run(request):
+            now = time.perf_counter() - t
+            kind = "first_token" if ev.type == "token" else ev.type
+            if kind == "route" and "route" not in marks:
+                route_ms, decision, tool = ev.latency_ms, ev.decision, ev.tool
+            marks.setdefault(kind, now)
+        marks["end"] = time.perf_counter() - t
     finally:
         await agent.aclose()
-    return rows
+    row: dict[str, Any] = {"decision": decision, "routed": tool, "route": route_ms / 1000, "end": marks["end"]}
+    if "tool_call" in marks:
+        row["arguments"] = marks["tool_call"] - marks["route"]
+    if "tool_result" in marks and "tool_call" in marks:
+        row["tool"] = marks["tool_result"] - marks["tool_call"]
+    if "first_token" in marks:
+        row["first_token"] = marks["first_token"]
+        prev = marks.get("tool_result", marks.get("tool_skipped", marks.get("route")))
+        if prev is not None:
+            row["answer_first_token"] = marks["first_token"] - prev
+    return row
+
+
+# the first turn of each session: a tool call, as in a working session; the follow-up's refers to it
+FIRST_TURN = "list the open pull requests in acme/web"
+SESSION_ARMS: dict[str, dict[str, Any]] = {
+    "before": {"head_cache": False, "answer_view": "full"},
+    "no-heads": {"head_cache": False},
+    "full-view": {"answer_view": "full"},
+    "after": {},
+}
+
+
+def part_session(repeats: int) -> dict[str, Any]:
+    rows = []
+    for r in range(repeats):
+        for kind, req in REQUESTS.items():
+            for arm, cfg in SESSION_ARMS.items():
+                row = asyncio.run(_second_turn(cfg, FIRST_TURN, req)) | {"kind": kind, "arm": arm, "repeat": r}
+                row["request"] = req
+                print(f"  second turn {arm:9s} {kind:9s} " + _fmt(row), flush=True)
+                rows.append(row)
+    return {"first_turn": FIRST_TURN, "runs": rows}
 
 
 async def _listed(session: Any, call: tuple[str, dict[str, Any]]) -> list[str]:
@@ -214,11 +224,79 @@ async def _listed(session: Any, call: tuple[str, dict[str, Any]]) -> list[str]:
     return out
 
 
-def part_session() -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for view in ("full", "compact"):
-        out[view] = asyncio.run(_session(view, SESSION))
+# ---- answers ---------------------------------------------------------------------------------------------------
+ANSWER_CASES = [
+    ("list the open issues in acme/api", "list_issues", {"owner": "acme", "repo": "api", "state": "OPEN"}),
+    ("list the issues in acme/web", "list_issues", {"owner": "acme", "repo": "web"}),
+    ("list all pull requests in acme/api", "list_pull_requests", {"owner": "acme", "repo": "api", "state": "all"}),
+    ("which repositories does acme have?", "search_repositories", {"query": "org:acme"}),
+    ("list the branches of acme/api", "list_branches", {"owner": "acme", "repo": "api"}),
+    ("show the recent commits in acme/api", "list_commits", {"owner": "acme", "repo": "api"}),
+    ("find the issues in acme/api", "search_issues", {"query": "repo:acme/api"}),
+    ("who opened the open issues in acme/api?", "list_issues", {"owner": "acme", "repo": "api", "state": "OPEN"}),
+]
+
+
+async def _outputs() -> list[tuple[str, str, dict[str, Any], str, list[str]]]:
+    """Each answer case's tool output from the sandbox, with the titles/names of its rows."""
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    from nexus_agent.paths import nexus_home
+    from nexus_agent.sandbox.github import sandbox_server_params
+
+    out = []
+    async with (
+        stdio_client(sandbox_server_params(nexus_home() / "sandbox" / "github")) as (r, w),
+        ClientSession(r, w) as s,
+    ):
+        await s.initialize()
+        for req, name, args in ANSWER_CASES:
+            res = await s.call_tool(name, args)
+            text = "".join(getattr(c, "text", "") for c in res.content)
+            out.append((req, name, args, text, await _listed(s, (name, args))))
     return out
+
+
+def part_answers(model: str) -> dict[str, Any]:
+    """The answer to the same tool output through each view (the prompt the turn builds; greedy, as the agent)."""
+    from nexus_agent.agent.prompts import SYSTEM_MAIN, TOOL_DATA
+    from nexus_agent.agent.view import answer_view, whole
+    from nexus_agent.engine import MAIN
+
+    cases = asyncio.run(_outputs())
+    eng = _engine(model)
+    rows = []
+    try:
+        eng.generate(eng.tokenize_chat([{"role": "system", "content": SYSTEM_MAIN}]), MAIN, max_tokens=1, keep=False)
+        for req, name, args, text, names in cases:
+            for view in ("full", "compact"):
+                data = whole(text) if view == "full" else answer_view(text, req).text
+                user = TOOL_DATA.format(request=req, tool=name, args=json.dumps(args), data=data)
+                msgs = [{"role": "system", "content": SYSTEM_MAIN}, {"role": "user", "content": user}]
+                prompt = eng.tokenize_chat(msgs)
+                gen = eng.generate(prompt, MAIN, max_tokens=384, repeat_penalty=1.1, keep=False)
+                named = [n for n in names if n.lower() in gen.text.lower()]
+                row = {
+                    "request": req,
+                    "view": view,
+                    "prompt_tokens": len(prompt),
+                    "first_token": gen.ttft_ms / 1000,
+                    "end": gen.total_ms / 1000,
+                    "rows": len(names),
+                    "named": len(named),
+                    "missing": [n for n in names if n not in named],
+                    "answer": gen.text,
+                }
+                print(
+                    f"  answers {view:7s} {req[:40]:40s} prompt={len(prompt)} first={row['first_token']:.1f} "
+                    f"end={row['end']:.1f} {len(named)}/{len(names)}",
+                    flush=True,
+                )
+                rows.append(row)
+    finally:
+        eng.close()
+    return {"rows": rows}
 
 
 # ---- arguments and lookup --------------------------------------------------------------------------------------
@@ -342,59 +420,84 @@ def part_lookup(model: str, repeats: int) -> dict[str, Any]:
 STAGES = ("startup", "route", "arguments", "tool", "answer_first_token", "first_token", "end")
 
 
+def _arms(res: dict[str, Any], part: str) -> list[str]:
+    """A part's arms in the order they ran (before, each change off alone, after, then any baseline)."""
+    return list(dict.fromkeys(r["arm"] for r in res[part]["runs"]))
+
+
+def _stages(res: dict[str, Any], part: str, kinds: list[str], s: dict[str, Any]) -> None:
+    """p50/p95 of each stage per request kind and arm, and each arm's end-to-end p50 as a ratio to ``before``."""
+    for kind in kinds:
+        for arm in _arms(res, part):
+            rows = [r for r in res[part]["runs"] if r["kind"] == kind and r["arm"] == arm]
+            s[f"{part}.{kind}.{arm}"] = {st: _stats([r[st] for r in rows if st in r]) for st in STAGES}
+        base = s[f"{part}.{kind}.before"]["end"]["p50"]
+        for arm in _arms(res, part):
+            m = s[f"{part}.{kind}.{arm}"]["end"]["p50"]
+            s[f"{part}.{kind}.{arm}"]["end_vs_before"] = m / base if m and base else None
+
+
 def summarize(res: dict[str, Any]) -> dict[str, Any]:
     s: dict[str, Any] = {}
     if "one_shot" in res:
-        for kind in ONE_SHOT:
-            for arm in ARMS:
-                rows = [r for r in res["one_shot"]["runs"] if r["kind"] == kind and r["arm"] == arm]
-                s[f"one_shot.{kind}.{arm}"] = {st: _stats([r[st] for r in rows if st in r]) for st in STAGES}
-            b, a = s[f"one_shot.{kind}.before"]["end"]["p50"], s[f"one_shot.{kind}.after"]["end"]["p50"]
-            s[f"one_shot.{kind}.end_ratio"] = a / b if a and b else None
+        _stages(res, "one_shot", list(ONE_SHOT), s)
     if "session" in res:
-        for view, rows in res["session"].items():
-            cov = [r["coverage"] for r in rows if r["coverage"] is not None]
-            s[f"session.{view}"] = {
-                "first_token": _stats([r["first_token"] for r in rows if r["first_token"] is not None]),
+        _stages(res, "session", list(REQUESTS), s)
+    if "answers" in res:
+        for view in ("full", "compact"):
+            rows = [r for r in res["answers"]["rows"] if r["view"] == view]
+            s[f"answers.{view}"] = {
+                "prompt_tokens": _stats([r["prompt_tokens"] for r in rows]),
+                "first_token": _stats([r["first_token"] for r in rows]),
                 "end": _stats([r["end"] for r in rows]),
-                "coverage_mean": statistics.mean(cov) if cov else None,
+                "named": sum(r["named"] for r in rows),
+                "rows": sum(r["rows"] for r in rows),
             }
+        f, c = s["answers.full"]["first_token"]["p50"], s["answers.compact"]["first_token"]["p50"]
+        s["answers.first_token_ratio"] = c / f if c and f else None
     return s
 
 
 def markdown(res: dict[str, Any], s: dict[str, Any]) -> str:
     out = ["# Turn latency (bench/turn_latency.py)", "", f"model {res['model']}, {res['date']}", ""]
-    if "one_shot" in res:
-        out += ["## One-shot `run -p` (seconds from process start; p50)", ""]
-        out += ["| request | arm | " + " | ".join(STAGES) + " |", "|---|---|" + "---|" * len(STAGES)]
-        for kind in ONE_SHOT:
-            for arm in ARMS:
-                st = s[f"one_shot.{kind}.{arm}"]
-                cells = [f"{st[k]['p50']:.1f}" if st[k]["p50"] is not None else "" for k in STAGES]
-                out.append(f"| {kind} | {arm} | " + " | ".join(cells) + " |")
-            r = s[f"one_shot.{kind}.end_ratio"]
-            out.append(f"| {kind} | after/before end | " + (f"**{r:.2f}×**" if r else "") + " |" + " |" * 6)
-        out.append("")
-    if "session" in res:
-        out += ["## Later turns of a session (API; seconds from the request)", ""]
-        out += ["| view | first token p50 | end p50 | rows named (mean coverage) |", "|---|---|---|---|"]
-        for view in res["session"]:
-            st = s[f"session.{view}"]
-            cov = st["coverage_mean"]
-            out.append(
-                f"| {view} | {st['first_token']['p50']:.1f} | {st['end']['p50']:.1f} | "
-                + (f"{cov:.2f}" if cov is not None else "")
-                + " |"
-            )
-        out.append("")
-        out += ["| request | view | first token | end | named/rows |", "|---|---|---|---|---|"]
-        for view, rows in res["session"].items():
-            for r in rows:
+    titles = {
+        "one_shot": "## One-shot `run -p` (seconds from the process's start; p50 of each stage)",
+        "session": f"## The second turn of a session (API; seconds from the request; first turn: {FIRST_TURN!r})",
+    }
+    for part, kinds in (("one_shot", list(ONE_SHOT)), ("session", list(REQUESTS))):
+        if part not in res:
+            continue
+        out += [titles[part], ""]
+        cols = [c for c in STAGES if part == "one_shot" or c != "startup"]
+        out += ["| request | arm | path | " + " | ".join(cols) + " | end / before |", "|---" * (len(cols) + 4) + "|"]
+        for kind in kinds:
+            for arm in _arms(res, part):
+                st = s[f"{part}.{kind}.{arm}"]
+                row = next(r for r in res[part]["runs"] if r["kind"] == kind and r["arm"] == arm)
+                cells = [f"{st[k]['p50']:.1f}" if st[k]["p50"] is not None else "" for k in cols]
+                ratio = st["end_vs_before"]
                 out.append(
-                    f"| {r['request']} | {view} | {r['first_token'] or 0:.1f} | {r['end']:.1f} | "
-                    f"{r['named']}/{min(r['rows'], 20)} |"
+                    f"| {kind} | {arm} | {row.get('decision')} | "
+                    + " | ".join(cells)
+                    + (f" | **{ratio:.2f}×** |" if ratio else " | |")
                 )
         out.append("")
+    if "answers" in res:
+        out += ["## Answers from the same tool output: whole output vs compact view (s; rows named / rows)", ""]
+        out += ["| request | view | prompt tokens | first token | end | named |", "|---|---|---|---|---|---|"]
+        for r in res["answers"]["rows"]:
+            out.append(
+                f"| {r['request']} | {r['view']} | {r['prompt_tokens']} | {r['first_token']:.1f} | {r['end']:.1f} | "
+                f"{r['named']}/{r['rows']} |"
+            )
+        for view in ("full", "compact"):
+            st = s[f"answers.{view}"]
+            out.append(
+                f"| **all** | {view} | {st['prompt_tokens']['p50']} (p50) | {st['first_token']['p50']:.1f} (p50) | "
+                f"{st['end']['p50']:.1f} (p50) | {st['named']}/{st['rows']} |"
+            )
+        r = s["answers.first_token_ratio"]
+        out += ["", f"First token, compact/full (p50): {r:.2f}×" if r else "", ""]
     if "arguments" in res:
         out += ["## Arguments: grammar-first chain vs lazy grammar check (s, median)", ""]
         out += ["| tool | tokens | grammar-first | lazy | ratio | same tokens |", "|---|---|---|---|---|---|"]
@@ -421,28 +524,49 @@ def markdown(res: dict[str, Any], s: dict[str, Any]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--parts", default="one-shot,session,arguments,lookup")
+    ap.add_argument("--parts", default="one-shot,session,answers,arguments,lookup")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--model", default="qwen1.5b")
+    ap.add_argument("--report", action="store_true", help="only rewrite the summary and the markdown from --json")
+    ap.add_argument("--baseline", help="a checkout of an earlier commit, set up (its .venv): a third one-shot arm")
     ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "turn_latency.json"))
     a = ap.parse_args()
     parts = a.parts.split(",")
+    if a.baseline:
+        base = Path(a.baseline).resolve()
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=base, capture_output=True, text=True)
+        name = f"main@{rev.stdout.strip()}"
+        ARMS[name] = []
+        BASELINE[name] = base
     out = Path(a.json)
-    res: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}  # parts not run now are kept
-    res |= {"model": a.model, "date": time.strftime("%Y-%m-%d %H:%M"), "cpus": os.cpu_count()}
-    if "arguments" in parts:
-        res["arguments"] = part_arguments(a.model, max(a.repeats, 2))
-    if "lookup" in parts:
-        res["lookup"] = part_lookup(a.model, a.repeats)
-    if "one-shot" in parts:
-        res["one_shot"] = part_one_shot(a.repeats)
-    if "session" in parts:
-        res["session"] = part_session()
-    res["summary"] = summarize(res)
     out.parent.mkdir(parents=True, exist_ok=True)
+    res: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}  # parts not run now are kept
+    if not a.report:
+        res |= {"model": a.model, "date": time.strftime("%Y-%m-%d %H:%M"), "cpus": os.cpu_count()}
+        _run(res, parts, a, out)
+    res["summary"] = summarize(res)
     out.write_text(json.dumps(res, indent=1, default=str))
     out.with_suffix(".md").write_text(markdown(res, res["summary"]))
     print(out.with_suffix(".md").read_text())
+
+
+def _run(res: dict[str, Any], parts: list[str], a: argparse.Namespace, out: Path) -> None:
+    """The ``parts`` asked for; the JSON is written after each, so a later failure loses nothing measured."""
+    if "arguments" in parts:
+        res["arguments"] = part_arguments(a.model, max(a.repeats, 2))
+        out.write_text(json.dumps(res, indent=1, default=str))
+    if "lookup" in parts:
+        res["lookup"] = part_lookup(a.model, a.repeats)
+        out.write_text(json.dumps(res, indent=1, default=str))
+    if "answers" in parts:
+        res["answers"] = part_answers(a.model)
+        out.write_text(json.dumps(res, indent=1, default=str))
+    if "one-shot" in parts:
+        res["one_shot"] = part_one_shot(a.repeats)
+        out.write_text(json.dumps(res, indent=1, default=str))
+    if "session" in parts:
+        res["session"] = part_session(a.repeats)
+        out.write_text(json.dumps(res, indent=1, default=str))
 
 
 if __name__ == "__main__":
