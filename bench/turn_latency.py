@@ -95,7 +95,12 @@ def one_shot_run(request: str, extra: list[str], root: Path = ROOT) -> dict[str,
     out: dict[str, Any] = {"request": request, "decision": decision, "rc": proc.returncode}
     if "route" in marks:
         out["startup"] = marks["route"] - route_ms / 1000
-        out["route"] = route_ms / 1000
+    return out | _stages_of(marks, route_ms)
+
+
+def _stages_of(marks: dict[str, float], route_ms: float) -> dict[str, float]:
+    """Stage durations (s) from the first time (s) each event type was seen; ``route_ms``: the route's own latency."""
+    out = {"route": route_ms / 1000, "end": marks["end"]}
     if "tool_call" in marks:
         out["arguments"] = marks["tool_call"] - marks["route"]
     if "tool_result" in marks and "tool_call" in marks:
@@ -105,7 +110,6 @@ def one_shot_run(request: str, extra: list[str], root: Path = ROOT) -> dict[str,
         prev = marks.get("tool_result", marks.get("tool_skipped", marks.get("route")))
         if prev is not None:
             out["answer_first_token"] = marks["first_token"] - prev
-    out["end"] = marks["end"]
     return out
 
 
@@ -163,17 +167,7 @@ async def _second_turn(cfg: dict[str, Any], first: str, request: str) -> dict[st
         marks["end"] = time.perf_counter() - t
     finally:
         await agent.aclose()
-    row: dict[str, Any] = {"decision": decision, "routed": tool, "route": route_ms / 1000, "end": marks["end"]}
-    if "tool_call" in marks:
-        row["arguments"] = marks["tool_call"] - marks["route"]
-    if "tool_result" in marks and "tool_call" in marks:
-        row["tool"] = marks["tool_result"] - marks["tool_call"]
-    if "first_token" in marks:
-        row["first_token"] = marks["first_token"]
-        prev = marks.get("tool_result", marks.get("tool_skipped", marks.get("route")))
-        if prev is not None:
-            row["answer_first_token"] = marks["first_token"] - prev
-    return row
+    return {"decision": decision, "routed": tool} | _stages_of(marks, route_ms)
 
 
 # the first turn of each session: a tool call, as in a working session; the follow-up's refers to it
