@@ -577,6 +577,11 @@ def install_project(wdir: Path, test: bool) -> None:
     log_ = LOGS / "setup-deps.log"
     with step("installing llama-cpp-python from the wheel cache and building the native core"):
         run([PY, "-m", "pip", "install", "-q", "--find-links", wdir, f"llama-cpp-python=={LLAMA_VERSION}"], log=log_)
+        # pip keeps an installed llama-cpp-python of the same version, even one built from another key (unpatched,
+        # other CMake arguments): this step runs when the key changed, so put the cached wheel itself in place
+        wheels = sorted(wdir.glob("llama_cpp_python-*.whl"))
+        if wheels:
+            run([PY, "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps", wheels[-1]], log=log_)
         run(
             [PY, "-m", "pip", "install", "-q", "--find-links", wdir, "--no-build-isolation", "-e", ROOT / extras],
             log=log_,
