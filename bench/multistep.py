@@ -173,7 +173,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def main_async(a: argparse.Namespace) -> dict[str, Any]:
-    tasks = load_tasks(split=a.split)[: a.limit or None]
+    tasks = [t for t in load_tasks(split=a.split) if not a.kind or t.kind in a.kind.split(",")][: a.limit or None]
     ws = Workspace(Path(tempfile.mkdtemp(prefix="nexus-multistep-")))
     ws.build()
     filled = [t.filled(ws.values()) for t in tasks]
@@ -236,6 +236,7 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"`python bench/multistep.py --split {a['split']} --arms {a['arms']} --max-steps {a['max_steps']}"
         + (f" --limit {a['limit']}" if a["limit"] else "")
+        + (f" --kind {a['kind']}" if a.get("kind") else "")
         + "`",
         "",
         "| arm | kind | n | success | calls/task | p50 s | p95 s | claims unrun | failure classes |",
@@ -259,6 +260,7 @@ def main() -> None:
     ap.add_argument("--arms", default="nexus,llama_cpp")
     ap.add_argument("--json", dest="out", default=str(ROOT / "bench" / "results" / "multistep.json"))
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--kind", default="", help="only tasks of these kinds (multi,single,absent; default: all)")
     ap.add_argument("--max-steps", type=int, default=4)
     a = ap.parse_args()
     report = asyncio.run(main_async(a))

@@ -15,3 +15,6 @@ EMBEDDER: Final = "minilm-tools"
 
 RERANKER: Final = "llm-choice"
 """The decision an escalated request goes to (``nexus_agent.routing.rerank.RERANKERS``); ``none``: retrieval top-1."""
+
+MAX_STEPS: Final = 4
+"""Tool calls one request may make (the agent loop, docs/agent-loop.md): the multi-step tasks need up to 4."""

@@ -22,7 +22,7 @@ The rules, in order:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,15 +89,18 @@ def decide(
     request: str,
     window: list[dict[str, str]],
     auto_yes: bool,
+    results: Sequence[str] = (),
 ) -> Decision:
     """What to do with ``tool`` called with ``arguments`` for ``request``, given the earlier messages ``window``
     (the pruned history, chat messages) and ``--yes`` (``auto_yes``). ``annotations`` are the live MCP ones, which
-    decide "may write"; ``tool.declares_write`` (the declared ``readOnlyHint: false``) decides what a question is."""
+    decide "may write"; ``tool.declares_write`` (the declared ``readOnlyHint: false``) decides what a question is.
+    ``results``: the outputs of the calls this turn already made (the agent loop); an identifier they returned
+    counts as given."""
     may_write = needs_confirmation(annotations)
     # A write must act on an object the user named: a made-up issue or PR number would change the wrong one. Reads
     # are not checked: a wrong read changes nothing, and read-only tools such as sequentialthinking take counters
     # named like identifiers.
-    made_up = ungrounded_identifiers(tool, arguments, request, window) if may_write else {}
+    made_up = ungrounded_identifiers(tool, arguments, request, window, results) if may_write else {}
     # A question is answered, not acted on, so --yes does not cover a write routed from one. Only a declared write
     # counts, as for the routing penalty: tools that declare nothing (google-maps, slack) answer questions with
     # reads (docs/measurements.md#questions-and-writes).

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
 from nexus_agent.agent.args import ArgumentWriter
 from nexus_agent.agent.events import (
@@ -41,7 +41,7 @@ from nexus_agent.agent.events import (
     ToolResultEvent,
     ToolSkippedEvent,
 )
-from nexus_agent.agent.history import Conversation, Turn, carries_nothing, surrogate
+from nexus_agent.agent.history import Call, Conversation, Turn, carries_nothing, surrogate
 from nexus_agent.agent.policy import Ask, Refuse, Skip, decide
 from nexus_agent.agent.policy import needs_confirmation as needs_confirmation  # re-exported: tests import it here
 from nexus_agent.agent.prompts import (
@@ -52,12 +52,16 @@ from nexus_agent.agent.prompts import (
     TOOL_DONE,
     TOOL_EMPTY,
     TOOL_ERROR,
+    TOOL_STEP,
+    TOOL_STEPS,
+    call_note,
 )
-from nexus_agent.agent.view import MAX_ITEMS, answer_view, whole
+from nexus_agent.agent.view import MAX_ITEMS, answer_view, step_view, whole
 from nexus_agent.backend import Backend
 from nexus_agent.engine import CHAT, MAIN
 from nexus_agent.registry import Tool
-from nexus_agent.routing.followup import PreviousTurn
+from nexus_agent.routing.followup import CallSoFar, PreviousTurn
+from nexus_agent.routing.rerank.llm_choice import RESULT_CHARS as CALL_CHARS
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +82,10 @@ class TurnRouter(Protocol):
     def route_turn(
         self, query: str, window: list[dict[str, str]], previous: PreviousTurn | None = None
     ) -> RouteOutcome: ...
+
+    def next_step(self, query: str, window: list[dict[str, str]], calls: Sequence[CallSoFar]) -> RouteOutcome:
+        """After ``calls`` (this turn's calls so far, compact): the next tool, or decision ``done`` (tool None)."""
+        ...
 
     def warm(self) -> None:
         """Load (or decode once) routing's stable prompt heads, before the first request needs them."""
@@ -130,11 +138,13 @@ class TurnDeps:
     full_trace: bool = False
     compact: bool = True  # answers read a compact view of the tool output (agent/view.py); False: the whole output
     max_items: int = MAX_ITEMS  # rows of a listed result the answer reads
+    max_steps: int = 1  # calls one request may make (the agent loop; 1: one call, answered at once)
 
 
 def run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit) -> None:
     """Run one turn, emitting events. The conversation gains a ``Turn`` only if the turn completes, or if it is
-    cancelled after its tool ran. Raises :class:`TurnCancelled` when ``deps.cancelled()`` turns true."""
+    cancelled after a tool ran (then with every call that ran). Raises :class:`TurnCancelled` when
+    ``deps.cancelled()`` turns true."""
 
     def send(ev: Event) -> None:
         check()
@@ -153,6 +163,29 @@ def run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit) -> N
             turn.answer = ("".join(partial).strip() + " …(interrupted)").strip()
             convo.turns.append(turn)
         raise
+
+
+@dataclass(frozen=True)
+class _Step:
+    """A call that ran in this turn: ``text`` is its whole output."""
+
+    qualified: str
+    tool: Tool
+    arguments: dict[str, Any]
+    text: str
+    is_error: bool
+    may_write: bool
+
+
+@dataclass(frozen=True)
+class _Halt:
+    """A step whose tool did not run. ``stage``: ``skip`` (the policy's Skip, already reported), ``repeat`` (the
+    same call again), or where it failed (route, arguments, confirm, tool)."""
+
+    stage: str
+    message: str
+    name: str = ""
+    server: str = ""
 
 
 def _run_turn(
@@ -181,29 +214,13 @@ def _run_turn(
                 latency_ms=route.latency_ms,
             )
         )
-        used = _use_tool(deps, route, request, history, emit, check, turn) if route.tool is not None else _WITHOUT_TOOL
-        if used is None:
-            return
-        if used is _WITHOUT_TOOL and deps.full_trace:
-            # A budgeted lane holds the whole trace under SYSTEM_MAIN: answering there keeps it one growing prompt.
-            messages = [
-                {"role": "system", "content": SYSTEM_MAIN},
-                *history,
-                {"role": "user", "content": NO_TOOL.format(request=request)},
-            ]
-            seq = deps.lane
-        elif used is _WITHOUT_TOOL:
-            # No tool: answer in the CHAT lane under the system prompt without the JSON-argument rules (see
-            # prompts.NO_TOOL), so the conversation's lane keeps its cached prefix for the next turn and the
-            # sidecar keeps the routing decision's head.
-            messages = [
-                {"role": "system", "content": SYSTEM_CHAT},
-                *window,
-                {"role": "user", "content": NO_TOOL.format(request=request)},
-            ]
-            seq = CHAT
+        if route.tool is None:
+            messages, seq = _without_tool(deps, request, window, history)
         else:
-            messages, seq = used
+            loop = _loop(deps, route.tool, request, window, history, emit, check, turn)
+            if loop is None:
+                return
+            messages, seq = loop
 
         def on_token(text: str) -> None:
             partial.append(text)
@@ -223,78 +240,193 @@ def _run_turn(
             log.warning("compiling tool blocks after the turn failed: %s", e)
 
 
-# sentinel of _use_tool: answer the request without a tool (compared by identity)
-_WITHOUT_TOOL: Final[tuple[list[dict[str, str]], int]] = ([], CHAT)
+def _without_tool(
+    deps: TurnDeps, request: str, window: list[dict[str, str]], history: list[dict[str, str]]
+) -> tuple[list[dict[str, str]], int]:
+    """The answer prompt and lane of a request answered without a tool."""
+    if deps.full_trace:
+        # A budgeted lane holds the whole trace under SYSTEM_MAIN: answering there keeps it one growing prompt.
+        messages = [
+            {"role": "system", "content": SYSTEM_MAIN},
+            *history,
+            {"role": "user", "content": NO_TOOL.format(request=request)},
+        ]
+        return messages, deps.lane
+    # No tool: answer in the CHAT lane under the system prompt without the JSON-argument rules (see prompts.NO_TOOL),
+    # so the conversation's lane keeps its cached prefix for the next turn and the sidecar keeps the decision's head.
+    messages = [
+        {"role": "system", "content": SYSTEM_CHAT},
+        *window,
+        {"role": "user", "content": NO_TOOL.format(request=request)},
+    ]
+    return messages, CHAT
 
 
-def _use_tool(
+def _loop(
     deps: TurnDeps,
-    route: RouteOutcome,
+    first: str,
     request: str,
     window: list[dict[str, str]],
+    history: list[dict[str, str]],
     emit: Emit,
     check: Callable[[], None],
     turn: Turn,
 ) -> tuple[list[dict[str, str]], int] | None:
-    """Write arguments for ``route.tool``, hold or run it, and build the answer prompt: (messages, sequence), or
-    None when the turn stops here (an error was emitted), or ``_WITHOUT_TOOL``."""
-    assert route.tool is not None
-    tool = deps.tools().get(route.tool)
-    if tool is None:
-        emit(ErrorEvent(stage="route", message=f"routed to {route.tool}, which is no longer offered"))
-        return None
-    check()
-    try:
-        result = ArgumentWriter(deps.backend, lane=deps.lane).write(tool, request, window)
-    except Exception as e:  # the engine failed (a remote server down, a full context): the turn ends here
-        emit(ErrorEvent(stage="arguments", message=f"argument writing for {tool.name} failed: {e}"))
-        return None
-    if result.arguments is None:
+    """The agent loop from the routed tool ``first``: call, then decide between another call and the answer, up to
+    ``deps.max_steps`` calls. Returns the answer prompt and lane, or None when the turn ends with an error (only at
+    step 1: a later step that cannot run ends the loop, and the answer reports the calls that ran)."""
+    steps: list[_Step] = []
+    note = ""
+    qualified, step = first, 1
+    while True:
+        so_far = [*history, *_step_messages(request, steps)]
+        got = _call_step(deps, qualified, request, so_far, steps, step, emit, check)
+        if isinstance(got, _Halt) and step == 1:
+            if got.stage == "skip":
+                return _without_tool(deps, request, window, history)
+            emit(ErrorEvent(stage=got.stage, message=got.message))
+            return None
+        if isinstance(got, _Halt):
+            if got.stage != "skip":  # the policy's Skip was reported by _call_step
+                emit(ToolSkippedEvent(name=got.name or qualified, server=got.server, reason=got.message, step=step))
+            note = f"(Step {step} was not run: {got.message}.)\n"
+            break
+        steps.append(got)
+        _record(turn, got)
+        if step >= deps.max_steps:
+            if deps.max_steps > 1:
+                note = f"(I stopped after {step} calls, the most one request may make.)\n"
+            break
+        check()
+        calls = [CallSoFar(s.qualified, s.arguments, step_view(s.text, request, CALL_CHARS), s.is_error) for s in steps]
+        try:
+            nxt = deps.router.next_step(request, window, calls)
+        except Exception as e:  # the calls that ran are answered anyway
+            log.warning("the next-step decision failed: %s", e)
+            break
+        step += 1
         emit(
-            ErrorEvent(
-                stage="arguments",
-                message=f"could not write valid arguments for {tool.name}: {result.schema_error}",
+            RouteEvent(
+                decision=nxt.decision,
+                tool=nxt.tool,
+                candidates=[Candidate(name=n, score=s) for n, s in nxt.candidates],
+                latency_ms=nxt.latency_ms,
+                step=step,
             )
         )
-        return None
-    args = result.arguments
-    annotations = deps.annotations(route.tool)
-    decision = decide(tool, annotations, args, request, window, deps.auto_yes)
-    if isinstance(decision, Skip):
-        # the route event still names the tool; this says why it was not used
-        emit(ToolSkippedEvent(name=tool.name, server=tool.server, reason=decision.reason))
-        return _WITHOUT_TOOL
-    if isinstance(decision, Refuse):
-        emit(ErrorEvent(stage="arguments", message=decision.reason))
-        return None
-    confirmed = True
-    if isinstance(decision, Ask):
-        confirmed = bool(deps.confirm and deps.confirm(route.tool, args, annotations))
-    emit(ToolCallEvent(name=tool.name, server=tool.server, arguments=args, confirmed=confirmed))
-    if isinstance(decision, Ask) and not confirmed:
-        emit(ErrorEvent(stage="confirm", message=decision.refusal))
-        return None
+        if nxt.tool is None:
+            break
+        qualified = nxt.tool
+    return _answer_prompt(deps, request, history, steps, note), deps.lane
+
+
+def _step_messages(request: str, steps: list[_Step]) -> list[dict[str, str]]:
+    """The calls this turn made so far, as the next step's arguments read them: the request, then one note per call
+    with a compact view of its output (the value a later call needs: ids, numbers, names, URLs, SHAs, paths)."""
+    if not steps:
+        return []
+    notes = [
+        call_note(s.tool.name, s.arguments) + (" FAILED: " if s.is_error else " → ") + step_view(s.text, request)
+        for s in steps
+    ]
+    return [{"role": "user", "content": request}, {"role": "assistant", "content": "\n".join(notes)}]
+
+
+def _record(turn: Turn, step: _Step) -> None:
+    """Keep the call in the turn at once, so a cancelled turn still shows every call that ran."""
+    if turn.tool is not None:
+        turn.earlier.append(Call(turn.tool, turn.arguments or {}, turn.tool_result or ""))
+    turn.tool, turn.arguments, turn.tool_result = step.qualified, step.arguments, surrogate(step.text)
+
+
+def _call_step(
+    deps: TurnDeps,
+    qualified: str,
+    request: str,
+    history: list[dict[str, str]],
+    steps: list[_Step],
+    step: int,
+    emit: Emit,
+    check: Callable[[], None],
+) -> _Step | _Halt:
+    """Write arguments for ``qualified``, hold or run it: the call that ran, or why it did not (``_Halt``)."""
+    tool = deps.tools().get(qualified)
+    if tool is None:
+        return _Halt("route", f"routed to {qualified}, which is no longer offered")
     check()
     try:
-        out = deps.call_tool(route.tool, args)
+        result = ArgumentWriter(deps.backend, lane=deps.lane).write(tool, request, history)
+    except Exception as e:  # the engine failed (a remote server down, a full context): the turn ends here
+        return _Halt("arguments", f"argument writing for {tool.name} failed: {e}", tool.name, tool.server)
+    if result.arguments is None:
+        why = f"could not write valid arguments for {tool.name}: {result.schema_error}"
+        return _Halt("arguments", why, tool.name, tool.server)
+    args = result.arguments
+    if any(s.qualified == qualified and s.arguments == args for s in steps):
+        why = f"it would call {tool.name} again with the same arguments, so the loop stopped"
+        return _Halt("repeat", why, tool.name, tool.server)
+    annotations = deps.annotations(qualified)
+    results = [s.text for s in steps]
+    decision = decide(tool, annotations, args, request, history, deps.auto_yes, results)
+    if isinstance(decision, Skip):
+        # the route event still names the tool; this says why it was not used
+        emit(ToolSkippedEvent(name=tool.name, server=tool.server, reason=decision.reason, step=step))
+        return _Halt("skip", decision.reason, tool.name, tool.server)
+    if isinstance(decision, Refuse):
+        return _Halt("arguments", decision.reason, tool.name, tool.server)
+    confirmed = True
+    if isinstance(decision, Ask):
+        confirmed = bool(deps.confirm and deps.confirm(qualified, args, annotations))
+    emit(ToolCallEvent(name=tool.name, server=tool.server, arguments=args, confirmed=confirmed, step=step))
+    if isinstance(decision, Ask) and not confirmed:
+        return _Halt("confirm", decision.refusal, tool.name, tool.server)
+    check()
+    try:
+        out = deps.call_tool(qualified, args)
     except Exception as e:
-        emit(ErrorEvent(stage="tool", message=f"{tool.name} failed: {e}"))
-        return None
-    short = surrogate(out.text)
-    turn.tool, turn.arguments, turn.tool_result = route.tool, args, short
-    emit(ToolResultEvent(name=tool.name, is_error=out.is_error, text=short, chars=len(out.text)))
-    # the answer reads a compact view of the output (agent/view.py), the whole of it for an error or on demand
-    data = whole(out.text) if out.is_error or not deps.compact else answer_view(out.text, request, deps.max_items).text
+        if step == 1:
+            return _Halt("tool", f"{tool.name} failed: {e}", tool.name, tool.server)
+        out = CallResult(f"{tool.name} failed: {e}", True)  # seen by the next decision like an error result
+    emit(
+        ToolResultEvent(name=tool.name, is_error=out.is_error, text=surrogate(out.text), chars=len(out.text), step=step)
+    )
+    return _Step(qualified, tool, args, out.text, out.is_error, decision.may_write)
+
+
+def _answer_prompt(
+    deps: TurnDeps, request: str, history: list[dict[str, str]], steps: list[_Step], note: str
+) -> list[dict[str, str]]:
+    """The answer's chat: one call answered as before the loop (a template for a write, a read, an empty read, an
+    error); several, or a loop that stopped early, from the list of calls that ran, and only those."""
+    if len(steps) == 1 and not note:
+        answer = _one_call(deps, request, steps[0])
+    else:
+        calls = "".join(
+            TOOL_STEP.format(
+                n=i,
+                tool=s.tool.name,
+                args=json.dumps(s.arguments, ensure_ascii=False),
+                outcome="FAILED" if s.is_error else "done" if s.may_write else "returned",
+                data=_data(deps, request, s),
+            )
+            for i, s in enumerate(steps, 1)
+        )
+        answer = TOOL_STEPS.format(request=request, calls=calls or "(none)\n", note=note)
+    return [{"role": "system", "content": SYSTEM_MAIN}, *history, {"role": "user", "content": answer}]
+
+
+def _data(deps: TurnDeps, request: str, s: _Step) -> str:
+    """What the answer reads of a call's output: a compact view (agent/view.py), the whole of it for an error or
+    on demand."""
+    if s.is_error or not deps.compact:
+        return whole(s.text)
+    return answer_view(s.text, request, deps.max_items).text
+
+
+def _one_call(deps: TurnDeps, request: str, s: _Step) -> str:
     # a write's empty output is its success; a read's means it found nothing, which answers nothing
     template = (
-        TOOL_ERROR
-        if out.is_error
-        else TOOL_DONE
-        if decision.may_write
-        else TOOL_EMPTY
-        if carries_nothing(out.text)
-        else TOOL_DATA
+        TOOL_ERROR if s.is_error else TOOL_DONE if s.may_write else TOOL_EMPTY if carries_nothing(s.text) else TOOL_DATA
     )
-    answer = template.format(tool=tool.name, args=json.dumps(args, ensure_ascii=False), data=data, request=request)
-    messages = [{"role": "system", "content": SYSTEM_MAIN}, *window, {"role": "user", "content": answer}]
-    return messages, deps.lane
+    args = json.dumps(s.arguments, ensure_ascii=False)
+    return template.format(tool=s.tool.name, args=args, data=_data(deps, request, s), request=request)

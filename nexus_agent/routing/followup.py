@@ -31,6 +31,18 @@ class PreviousTurn:
     tool: str
 
 
+@dataclass(frozen=True)
+class CallSoFar:
+    """A call already made for the current request, as the next-step decision reads it: the tool's qualified name,
+    its arguments, a compact form of its output (ids, numbers, names, URLs, SHAs and paths kept) and whether it
+    failed."""
+
+    tool: str
+    arguments: Mapping[str, Any]
+    result: str
+    failed: bool = False
+
+
 # Words that only make sense against something said before: pronouns and demonstratives, ordinals and relative
 # positions ("the second one", "the ones before"), repetition and reversal ("the same", "again", "undo", "put it
 # back"). "one"/"ones" cover "the critical one". Measured on the dialogues' standalone-style requests as well: a cue

@@ -30,6 +30,7 @@ from nexus_agent.routing.calibration import Calibration
 from nexus_agent.routing.embedders import create_embedder
 from nexus_agent.routing.embedders.base import Embedder
 from nexus_agent.routing.followup import (
+    CallSoFar,
     PreviousTurn,
     context_text,
     leans_on,
@@ -61,7 +62,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-Decision = Literal["auto", "escalated", "no-tool"]
+# "done": the next-step decision (:meth:`Router.next_step`) found the request carried out
+Decision = Literal["auto", "escalated", "no-tool", "done"]
+# candidates the next-step decision lists: fewer than a first decision's, since a request one call answers pays for
+# this decision too (docs/agent-loop.md)
+NEXT_STEP_POOL = 10
 
 
 @dataclass
@@ -399,6 +404,33 @@ class Router:
         decision = "escalated" if choice is not None else "no-tool"
         ms = (time.perf_counter() - t0) * 1e3
         return RouteResult(pool, decision, choice, margin, ms, res.scores, True, ex_sim, decision_ms, odds, judge_ms)
+
+    def next_step(
+        self, query: str, history: Sequence[dict[str, str]], calls: Sequence[CallSoFar], pool_size: int = NEXT_STEP_POOL
+    ) -> RouteResult:
+        """After ``calls`` (the calls made so far for ``query``, in this turn): the next tool, or decision ``done``
+        (tool None). The follow-up machinery over the last call: context retrieval and the prior on that tool and
+        its siblings, which join the pool; then the LLM decision, with ``done`` in place of ``none``. Without an
+        LLM decision a request gets one call."""
+        t0 = time.perf_counter()
+        last = calls[-1]
+        with self.lock:
+            self.calibration.ensure()
+            previous = PreviousTurn(query, last.tool) if last.tool in self.tools else None
+            qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand))
+            cands = self.retrieve(query, qvec=qvec, previous=previous, history=history)
+            pool = cands[:pool_size]
+            if previous is not None and cands:
+                pool = self._keep_related(pool, cands, previous)
+            pool_tools = [self.tools[c.key] for c in pool]
+        if self.reranker is None or not pool:
+            return RouteResult(pool, "done", None, 0.0, (time.perf_counter() - t0) * 1e3)
+        t_decide = time.perf_counter()
+        res = self.reranker.next_step(query, pool_tools, calls)
+        decision_ms = (time.perf_counter() - t_decide) * 1e3
+        ms = (time.perf_counter() - t0) * 1e3
+        decision: Decision = "escalated" if res.choice is not None else "done"
+        return RouteResult(pool, decision, res.choice, 0.0, ms, res.scores, True, decision_ms=decision_ms)
 
     def _retrieve_for(
         self,

@@ -1,0 +1,298 @@
+"""The agent loop (issue 44) on the tiny model: routing and arguments scripted, so each test pins one rule of the loop
+(step numbers, the step budget, a repeated call, values taken from an earlier result, failures and cancellation);
+the answer is generated for real."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from nexus_agent.agent.args import ArgumentWriter
+from nexus_agent.agent.events import Event
+from nexus_agent.agent.grounding import result_identifiers, ungrounded_identifiers
+from nexus_agent.agent.history import Conversation
+from nexus_agent.agent.turn import CallResult, RouteOutcome, TurnCancelled, TurnDeps, run_turn
+from nexus_agent.backend import LocalBackend
+from nexus_agent.engine import Engine, EngineConfig
+from nexus_agent.registry import Tool, load_registry
+from nexus_agent.routing.followup import CallSoFar, PreviousTurn
+
+SEARCH = "github__search_issues"
+COMMENT = "github__add_issue_comment"
+LIST = "github__list_issues"
+FOUND = json.dumps(
+    {
+        "total_count": 1,
+        "items": [
+            {
+                "number": 2,
+                "title": "API rate limiting",
+                "state": "open",
+                "html_url": "https://github.com/acme/api/issues/2",
+                "body": "x" * 2000,
+            }
+        ],
+    }
+)
+REQUEST = "Leave a comment 'Handled in #5' on the acme/api issue about rate limiting."
+
+
+@pytest.fixture(scope="module")
+def tools(registry_dir: Path) -> dict[str, Tool]:
+    return {t.qualified_name: t for t in load_registry(registry_dir).profile("github_default")}
+
+
+@pytest.fixture(scope="module")
+def engine() -> Engine:
+    eng = Engine(EngineConfig(model="tiny", n_ctx=4096, n_threads=1))
+    yield eng
+    eng.close()
+
+
+@pytest.fixture
+def chats(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The message lists the engine is asked to render, in order (the answer prompt is the last)."""
+    seen: list[Any] = []
+    real_chat = engine.tokenize_chat
+    monkeypatch.setattr(engine, "tokenize_chat", lambda m, *a, **k: seen.append(m) or real_chat(m, *a, **k))
+    return seen
+
+
+class _Script:
+    """Routes the request to ``first``, then each next step to the next of ``then`` (None or the end: done)."""
+
+    def __init__(self, first: str, then: Sequence[str | None]) -> None:
+        self.first, self.then = first, list(then)
+        self.seen: list[list[CallSoFar]] = []  # what each next-step decision was shown
+
+    def route_turn(
+        self, query: str, window: list[dict[str, str]], previous: PreviousTurn | None = None
+    ) -> RouteOutcome:
+        return RouteOutcome("auto", self.first, [(self.first, 1.0)], 0.0)
+
+    def next_step(self, query: str, window: list[dict[str, str]], calls: Sequence[CallSoFar]) -> RouteOutcome:
+        self.seen.append(list(calls))
+        tool = self.then.pop(0) if self.then else None
+        return RouteOutcome("escalated" if tool else "done", tool, [], 0.0)
+
+    def warm(self) -> None:
+        pass
+
+    def after_turn(self) -> None:
+        pass
+
+    def apply_diff(self, changed: list[Tool], removed: list[str]) -> None:
+        pass
+
+
+def _write_args(monkeypatch: pytest.MonkeyPatch, by_tool: Callable[[str], dict[str, Any]]) -> None:
+    """Argument writing returns ``by_tool(tool name)`` (the tiny model cannot write these)."""
+    monkeypatch.setattr(
+        ArgumentWriter,
+        "write",
+        lambda self, tool, *a, **k: SimpleNamespace(arguments=by_tool(tool.name), schema_error=None),
+    )
+
+
+def _deps(
+    engine: Engine,
+    router: _Script,
+    tools: dict[str, Tool],
+    calls: list[tuple[str, dict[str, Any]]],
+    results: dict[str, CallResult | Exception],
+    max_steps: int = 4,
+) -> TurnDeps:
+    def call_tool(name: str, args: dict[str, Any]) -> CallResult:
+        calls.append((name, args))
+        out = results[name]
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+    read_only = {"readOnlyHint": True}
+    annotations = {SEARCH: read_only, LIST: read_only}
+    return TurnDeps(
+        backend=LocalBackend(engine),
+        router=router,
+        tools=lambda: tools,
+        annotations=annotations.get,
+        call_tool=call_tool,
+        confirm=None,
+        auto_yes=True,
+        max_steps=max_steps,
+    )
+
+
+_ARGS = {
+    "search_issues": {"query": "rate limiting", "owner": "acme", "repo": "api"},
+    "add_issue_comment": {"owner": "acme", "repo": "api", "issue_number": 2, "body": "Handled in #5"},
+}
+
+
+def test_find_then_act_runs_both_steps_and_numbers_their_events(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch, chats: list[Any]
+) -> None:
+    _write_args(monkeypatch, lambda name: dict(_ARGS[name]))
+    router = _Script(SEARCH, [COMMENT])
+    calls: list[tuple[str, dict[str, Any]]] = []
+    results: dict[str, CallResult | Exception] = {SEARCH: CallResult(FOUND, False), COMMENT: CallResult("{}", False)}
+    convo = Conversation()
+    events: list[Event] = []
+    run_turn(_deps(engine, router, tools, calls, results), convo, REQUEST, events.append)
+    steps = [(e.type, getattr(e, "step", None)) for e in events if e.type not in ("token", "answer")]
+    assert steps == [
+        ("route", 1),
+        ("tool_call", 1),
+        ("tool_result", 1),
+        ("route", 2),
+        ("tool_call", 2),
+        ("tool_result", 2),
+        ("route", 3),
+    ], steps
+    assert events[-1].type == "answer"
+    assert [e.decision for e in events if e.type == "route"] == ["auto", "escalated", "done"]  # type: ignore[union-attr]
+    assert calls == [(SEARCH, _ARGS["search_issues"]), (COMMENT, _ARGS["add_issue_comment"])]
+    # the next decision saw the first call, compact: the number and title kept, the body left out
+    (first,) = router.seen[0]
+    assert first.tool == SEARCH and '"number": 2' in first.result and "x" * 100 not in first.result
+    # the answer is written from both calls, and the history keeps both
+    answer_prompt = chats[-1][-1]["content"]
+    assert "1. search_issues" in answer_prompt and "2. add_issue_comment" in answer_prompt
+    (turn,) = convo.turns
+    assert [c.tool for c in turn.calls()] == [SEARCH, COMMENT]
+    window = json.dumps(convo.window())
+    assert "used search_issues" in window and "used add_issue_comment" in window
+
+
+def test_the_step_budget_ends_the_loop(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch, chats: list[Any]
+) -> None:
+    pages = iter(range(1, 100))
+    _write_args(monkeypatch, lambda name: {"owner": "acme", "repo": "api", "page": next(pages)})
+    router = _Script(LIST, [LIST] * 10)  # the decision never says done
+    calls: list[tuple[str, dict[str, Any]]] = []
+    events: list[Event] = []
+    run_turn(
+        _deps(engine, router, tools, calls, {LIST: CallResult("[]", False)}, max_steps=2),
+        Conversation(),
+        "list every issue in acme/api",
+        events.append,
+    )
+    assert len(calls) == 2 and len(router.seen) == 1  # no decision after the last allowed call
+    assert max(getattr(e, "step", 0) for e in events) == 2
+    assert events[-1].type == "answer"
+    assert "stopped after 2 calls" in chats[-1][-1]["content"]
+
+
+def test_a_single_step_budget_makes_one_call_and_asks_no_next_step(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch, chats: list[Any]
+) -> None:
+    _write_args(monkeypatch, lambda name: dict(_ARGS[name]))
+    router = _Script(SEARCH, [COMMENT])
+    calls: list[tuple[str, dict[str, Any]]] = []
+    run_turn(
+        _deps(engine, router, tools, calls, {SEARCH: CallResult(FOUND, False)}, max_steps=1),
+        Conversation(),
+        REQUEST,
+        lambda e: None,
+    )
+    assert [c[0] for c in calls] == [SEARCH] and router.seen == []
+    assert "I ran search_issues" in chats[-1][-1]["content"]  # the single-call answer prompt, as before the loop
+
+
+def test_a_repeated_identical_call_ends_the_loop_with_a_note(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch, chats: list[Any]
+) -> None:
+    _write_args(monkeypatch, lambda name: dict(_ARGS[name]))
+    router = _Script(SEARCH, [SEARCH, SEARCH])
+    calls: list[tuple[str, dict[str, Any]]] = []
+    convo = Conversation()
+    events: list[Event] = []
+    run_turn(_deps(engine, router, tools, calls, {SEARCH: CallResult(FOUND, False)}), convo, REQUEST, events.append)
+    assert calls == [(SEARCH, _ARGS["search_issues"])]
+    skipped = [e for e in events if e.type == "tool_skipped"]
+    assert len(skipped) == 1 and skipped[0].step == 2 and "same arguments" in skipped[0].reason  # type: ignore[union-attr]
+    assert events[-1].type == "answer" and not any(e.type == "error" for e in events)
+    assert "same arguments" in chats[-1][-1]["content"]
+    assert len(convo.turns) == 1 and convo.turns[0].tool == SEARCH
+
+
+def test_a_value_from_an_earlier_result_is_given_and_an_invented_one_is_refused(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch, chats: list[Any]
+) -> None:
+    request = "Leave a comment 'done' on the acme/api issue about rate limiting."
+    comment = {"owner": "acme", "repo": "api", "issue_number": 2, "body": "done"}
+    # the rule itself: 2 is returned by the search, 7 by nothing
+    tool = tools[COMMENT]
+    assert ungrounded_identifiers(tool, comment, request) == {"issue_number": 2}  # not in the request
+    assert ungrounded_identifiers(tool, comment, request, results=[FOUND]) == {}
+    assert ungrounded_identifiers(tool, {**comment, "issue_number": 7}, request, results=[FOUND]) == {"issue_number": 7}
+    assert result_identifiers([FOUND, "see #12 and issue 13"]) == {"2", "12"}
+
+    for number, ran in ((2, True), (7, False)):
+        _write_args(monkeypatch, lambda name, n=number: {**comment, "issue_number": n} if "comment" in name else {})
+        calls: list[tuple[str, dict[str, Any]]] = []
+        events: list[Event] = []
+        results: dict[str, CallResult | Exception] = {
+            SEARCH: CallResult(FOUND, False),
+            COMMENT: CallResult("{}", False),
+        }
+        convo = Conversation()
+        run_turn(_deps(engine, _Script(SEARCH, [COMMENT]), tools, calls, results), convo, request, events.append)
+        assert [c[0] for c in calls] == ([SEARCH, COMMENT] if ran else [SEARCH]), number
+        assert events[-1].type == "answer"  # a later step that cannot run still gets an answer from what ran
+        if not ran:
+            skipped = next(e for e in events if e.type == "tool_skipped")
+            assert skipped.step == 2 and "issue_number" in skipped.reason  # type: ignore[union-attr]
+            assert "was not run" in chats[-1][-1]["content"] and "2. add_issue_comment" not in chats[-1][-1]["content"]
+            assert [c.tool for c in convo.turns[0].calls()] == [SEARCH]
+
+
+def test_a_failed_step_is_seen_by_the_next_decision(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_args(monkeypatch, lambda name: dict(_ARGS[name]))
+    router = _Script(SEARCH, [COMMENT, None])
+    calls: list[tuple[str, dict[str, Any]]] = []
+    results: dict[str, CallResult | Exception] = {
+        SEARCH: CallResult(FOUND, False),
+        COMMENT: RuntimeError("connection reset"),
+    }
+    convo = Conversation()
+    events: list[Event] = []
+    run_turn(_deps(engine, router, tools, calls, results), convo, REQUEST, events.append)
+    assert [c[0] for c in calls] == [SEARCH, COMMENT]
+    assert len(router.seen) == 2
+    failed = router.seen[1][1]
+    assert failed.tool == COMMENT and failed.failed and "connection reset" in failed.result
+    result = [e for e in events if e.type == "tool_result"][1]
+    assert result.is_error and result.step == 2  # type: ignore[union-attr]
+    assert events[-1].type == "answer"
+
+
+def test_cancelled_in_a_later_step_keeps_every_call_that_ran(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_args(monkeypatch, lambda name: dict(_ARGS[name]))
+    calls: list[tuple[str, dict[str, Any]]] = []
+    results: dict[str, CallResult | Exception] = {SEARCH: CallResult(FOUND, False), COMMENT: CallResult("{}", False)}
+    deps = _deps(engine, _Script(SEARCH, [COMMENT]), tools, calls, results)
+    events: list[Event] = []
+    stop = {"now": False}
+
+    def emit(ev: Event) -> None:
+        events.append(ev)
+        stop["now"] = stop["now"] or (ev.type == "tool_result" and ev.step == 2)
+
+    deps.cancelled = lambda: stop["now"]
+    convo = Conversation()
+    with pytest.raises(TurnCancelled):
+        run_turn(deps, convo, REQUEST, emit)
+    assert [c[0] for c in calls] == [SEARCH, COMMENT]
+    (turn,) = convo.turns
+    assert [c.tool for c in turn.calls()] == [SEARCH, COMMENT] and turn.answer.endswith("(interrupted)")
