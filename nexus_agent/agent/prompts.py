@@ -78,10 +78,21 @@ NO_TOOL = (
 )
 
 
-def arg_request(request: str, sig: str, today: dt.date | None = None) -> str:
-    """The argument request; with ``today``, a line giving today's date (ISO, and the weekday) goes first."""
-    note = f"(Today is {today.isoformat()}, a {today.strftime('%A')}.)\n" if today is not None else ""
-    return f"{request}\n\n---\n{note}{ARG_RULES.format(sig=sig)}"
+# The arguments of a call after the first in one turn (the agent loop): measured, a small model wrote
+# issue_write {"method": "create", …} for "close that issue" after a search had found it.
+LATER_STEP = (
+    "(The calls above were made for this request. This call acts on what they found or made: name it by the "
+    "identifier they returned (its number, id, SHA or path), and change that object rather than create a new one "
+    "unless I asked for a new one.)"
+)
+
+
+def arg_request(request: str, sig: str, today: dt.date | None = None, note: str | None = None) -> str:
+    """The argument request; with ``today``, a line giving today's date (ISO, and the weekday) goes first; ``note``
+    (a later step of the agent loop: ``LATER_STEP``) goes before the signature."""
+    date = f"(Today is {today.isoformat()}, a {today.strftime('%A')}.)\n" if today is not None else ""
+    step = f"{note}\n" if note else ""
+    return f"{request}\n\n---\n{date}{step}{ARG_RULES.format(sig=sig)}"
 
 
 def call_note(tool: str, arguments: dict[str, Any]) -> str:

@@ -45,6 +45,7 @@ from nexus_agent.agent.history import Call, Conversation, Turn, carries_nothing,
 from nexus_agent.agent.policy import Ask, Refuse, Skip, decide
 from nexus_agent.agent.policy import needs_confirmation as needs_confirmation  # re-exported: tests import it here
 from nexus_agent.agent.prompts import (
+    LATER_STEP,
     NO_TOOL,
     SYSTEM_CHAT,
     SYSTEM_MAIN,
@@ -176,6 +177,11 @@ class _Step:
     is_error: bool
     may_write: bool
 
+    @property
+    def writes(self) -> bool:
+        """A tool that may write, and it succeeded."""
+        return self.may_write and not self.is_error
+
 
 @dataclass(frozen=True)
 class _Halt:
@@ -298,7 +304,10 @@ def _loop(
                 note = f"(I stopped after {step} calls, the most one request may make.)\n"
             break
         check()
-        calls = [CallSoFar(s.qualified, s.arguments, step_view(s.text, request, CALL_CHARS), s.is_error) for s in steps]
+        calls = [
+            CallSoFar(s.qualified, s.arguments, step_view(s.text, request, CALL_CHARS), s.is_error, s.writes)
+            for s in steps
+        ]
         try:
             nxt = deps.router.next_step(request, window, calls)
         except Exception as e:  # the calls that ran are answered anyway
@@ -355,7 +364,8 @@ def _call_step(
         return _Halt("route", f"routed to {qualified}, which is no longer offered")
     check()
     try:
-        result = ArgumentWriter(deps.backend, lane=deps.lane).write(tool, request, history)
+        note = LATER_STEP if steps else None
+        result = ArgumentWriter(deps.backend, lane=deps.lane).write(tool, request, history, note=note)
     except Exception as e:  # the engine failed (a remote server down, a full context): the turn ends here
         return _Halt("arguments", f"argument writing for {tool.name} failed: {e}", tool.name, tool.server)
     if result.arguments is None:

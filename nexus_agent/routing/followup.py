@@ -41,6 +41,25 @@ class CallSoFar:
     arguments: Mapping[str, Any]
     result: str
     failed: bool = False
+    wrote: bool = False  # a tool that may write, and it succeeded
+
+
+# Verbs of a change, in the base form a request for one uses ("close that issue", "can you assign …"): a request
+# without one asks to be told something, and a successful read is then its last call (the next-step decision is not
+# asked). "closed issues?" and "the most comments" are no request for a change; "open" counts only before an article
+# ("open an issue", not "the open PRs").
+_CHANGE = re.compile(
+    r"\b(?:close|reopen|assign|unassign|comment|label|tag|create|add|update|change|edit|rename|move|delete|remove|"
+    r"merge|squash|write|fix|replace|commit|stage|unstage|check\s+out|checkout|switch|bump|mark|ping|make|put|set|"
+    r"give|start|leave|tick|approve|post|send|reply|star|unstar|fork|push|upload|archive|notify|submit|cancel|lock|"
+    r"unlock|reset|revert|restore|append|insert|copy|open\s+(?:an?|the|new)|let\s+\w+\s+know)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_change(query: str) -> bool:
+    """Whether ``query`` asks for something to be changed (a verb of ``_CHANGE``), not only to be told."""
+    return bool(_CHANGE.search(query))
 
 
 # Words that only make sense against something said before: pronouns and demonstratives, ordinals and relative

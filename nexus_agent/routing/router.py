@@ -32,6 +32,7 @@ from nexus_agent.routing.embedders.base import Embedder
 from nexus_agent.routing.followup import (
     CallSoFar,
     PreviousTurn,
+    asks_for_change,
     context_text,
     leans_on,
     names_own_object,
@@ -66,7 +67,7 @@ log = logging.getLogger(__name__)
 Decision = Literal["auto", "escalated", "no-tool", "done"]
 # candidates the next-step decision lists: fewer than a first decision's, since a request one call answers pays for
 # this decision too (docs/agent-loop.md)
-NEXT_STEP_POOL = 10
+NEXT_STEP_POOL = 6
 
 
 @dataclass
@@ -411,16 +412,24 @@ class Router:
         """After ``calls`` (the calls made so far for ``query``, in this turn): the next tool, or decision ``done``
         (tool None). The follow-up machinery over the last call: context retrieval and the prior on that tool and
         its siblings, which join the pool; then the LLM decision, with ``done`` in place of ``none``. Without an
-        LLM decision a request gets one call."""
+        LLM decision a request gets one call.
+
+        Not asked (done at once): a request that asks for no change (:func:`asks_for_change`) once its calls
+        succeeded, so a request one read answers pays nothing for the loop. A write that succeeded is not offered
+        again: the same write twice in one request was, when measured, a loop creating issue after issue."""
         t0 = time.perf_counter()
         last = calls[-1]
+        if not asks_for_change(query) and not any(c.failed for c in calls):
+            return RouteResult([], "done", None, 0.0, (time.perf_counter() - t0) * 1e3)
+        wrote = {c.tool for c in calls if c.wrote}
         with self.lock:
             self.calibration.ensure()
             previous = PreviousTurn(query, last.tool) if last.tool in self.tools else None
             qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand))
             cands = self.retrieve(query, qvec=qvec, previous=previous, history=history)
+            cands = [c for c in cands if c.key not in wrote]
             pool = cands[:pool_size]
-            if previous is not None and cands:
+            if previous is not None and previous.tool not in wrote and cands:
                 pool = self._keep_related(pool, cands, previous)
             pool_tools = [self.tools[c.key] for c in pool]
         if self.reranker is None or not pool:

@@ -16,11 +16,14 @@ from nexus_agent.agent.args import ArgumentWriter
 from nexus_agent.agent.events import Event
 from nexus_agent.agent.grounding import result_identifiers, ungrounded_identifiers
 from nexus_agent.agent.history import Conversation
+from nexus_agent.agent.routing_adapter import AgentRouter
 from nexus_agent.agent.turn import CallResult, RouteOutcome, TurnCancelled, TurnDeps, run_turn
 from nexus_agent.backend import LocalBackend
 from nexus_agent.engine import Engine, EngineConfig
 from nexus_agent.registry import Tool, load_registry
-from nexus_agent.routing.followup import CallSoFar, PreviousTurn
+from nexus_agent.routing.followup import CallSoFar, PreviousTurn, asks_for_change
+from nexus_agent.routing.options import RouterOptions
+from nexus_agent.routing.router import NEXT_STEP_POOL
 
 SEARCH = "github__search_issues"
 COMMENT = "github__add_issue_comment"
@@ -296,3 +299,59 @@ def test_cancelled_in_a_later_step_keeps_every_call_that_ran(
     assert [c[0] for c in calls] == [SEARCH, COMMENT]
     (turn,) = convo.turns
     assert [c.tool for c in turn.calls()] == [SEARCH, COMMENT] and turn.answer.endswith("(interrupted)")
+
+
+class _Picks:
+    """A next-step decision that records the pool it was shown and picks its first tool."""
+
+    uses_llm = True
+    decider = None
+
+    def __init__(self) -> None:
+        self.pools: list[list[str]] = []
+
+    def next_step(self, query: str, candidates: Sequence[Tool], calls: Sequence[CallSoFar]) -> Any:
+        self.pools.append([t.qualified_name for t in candidates])
+        return SimpleNamespace(scores=[0.0] * len(candidates), choice=candidates[0].qualified_name)
+
+    def settle(self) -> None:
+        pass
+
+
+def test_next_step_routing_asks_only_when_a_change_is_asked_and_never_offers_a_write_again(
+    tools: dict[str, Tool],
+) -> None:
+    router = AgentRouter.create(list(tools.values()), RouterOptions(embedder="minilm"), None)
+    picks = _Picks()
+    router.router.reranker = picks  # type: ignore[assignment]
+    searched = [CallSoFar(SEARCH, {"query": "rate limiting"}, '{"number": 2}')]
+    # a request that asks for no change is done once its read succeeded: no decision asked
+    out = router.next_step("which acme/api issues mention rate limiting?", [], searched)
+    assert out.decision == "done" and out.tool is None and picks.pools == []
+    # a change is asked: the decision sees a pool with the last tool's siblings
+    out = router.next_step("close the acme/api issue about rate limiting", [], searched)
+    assert out.tool is not None and len(picks.pools) == 1 and len(picks.pools[0]) <= NEXT_STEP_POOL
+    # a write that succeeded is not offered again
+    wrote = [*searched, CallSoFar(COMMENT, {"issue_number": 2}, "{}", wrote=True)]
+    router.next_step("comment 'done' on the acme/api issue about rate limiting", [], wrote)
+    assert COMMENT not in picks.pools[-1] and picks.pools[-1]
+    # a failed call is decided on, even for a request that asks for no change
+    failed = [CallSoFar(SEARCH, {"query": "x"}, "boom", failed=True)]
+    router.next_step("which acme/api issues mention rate limiting?", [], failed)
+    assert len(picks.pools) == 3
+
+
+@pytest.mark.parametrize(
+    ("request_text", "change"),
+    [
+        ("close that issue", True),
+        ("open an issue in acme/docs quoting the port", True),
+        ("let bob-kim know in a comment", True),
+        ("list the open pull requests in acme/api", False),
+        ("Who's assigned to issue 1 in acme/api?", False),
+        ("What's in notes/invoice.txt?", False),
+        ("which closed issues have the most comments?", False),
+    ],
+)
+def test_a_change_is_told_from_a_question(request_text: str, change: bool) -> None:
+    assert asks_for_change(request_text) is change

@@ -132,7 +132,7 @@ NEXT_STEP = (
     f"If the calls above already did or answered everything the request asks, answer {DONE}. A failed call may be "
     "tried again with another tool."
 )
-RESULT_CHARS = 600  # of each earlier call's compact result, in the next-step prompt
+RESULT_CHARS = 400  # of each earlier call's compact result, in the next-step prompt
 
 
 def calls_text(calls: Sequence[CallSoFar]) -> str:
@@ -142,7 +142,8 @@ def calls_text(calls: Sequence[CallSoFar]) -> str:
         name = c.tool.split("__", 1)[-1]
         args = json.dumps(dict(c.arguments), ensure_ascii=False, separators=(",", ":"))
         res = c.result if len(c.result) <= RESULT_CHARS else c.result[:RESULT_CHARS] + " …"
-        lines.append(f"{i}. {name} {args} → {'FAILED: ' if c.failed else ''}{res}")
+        outcome = "FAILED: " if c.failed else "done: " if c.wrote else ""
+        lines.append(f"{i}. {name} {args} → {outcome}{res}")
     return "\n".join(lines)
 
 
