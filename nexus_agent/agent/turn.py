@@ -285,8 +285,7 @@ def _loop(
     note = ""
     qualified, step = first, 1
     while True:
-        so_far = [*history, *_step_messages(request, steps)]
-        got = _call_step(deps, qualified, request, so_far, steps, step, emit, check)
+        got = _call_step(deps, qualified, request, history, steps, step, emit, check)
         if isinstance(got, _Halt) and step == 1:
             if got.stage == "skip":
                 return _without_tool(deps, request, window, history)
@@ -329,16 +328,16 @@ def _loop(
     return _answer_prompt(deps, request, history, steps, note), deps.lane
 
 
-def _step_messages(request: str, steps: list[_Step]) -> list[dict[str, str]]:
-    """The calls this turn made so far, as the next step's arguments read them: the request, then one note per call
-    with a compact view of its output (the value a later call needs: ids, numbers, names, URLs, SHAs, paths)."""
-    if not steps:
-        return []
+def _steps_note(request: str, steps: list[_Step]) -> str:
+    """The calls this turn made so far, as the next call's arguments read them (one line each, with a compact view
+    of the output: the value a later call needs, ids, numbers, names, URLs, SHAs, paths), then ``LATER_STEP``.
+    It goes into the argument request itself: in the history before it, a small model still wrote
+    ``issue_write {"method": "create", …}`` for "close that issue" after a search had found it."""
     notes = [
         call_note(s.tool.name, s.arguments) + (" FAILED: " if s.is_error else " → ") + step_view(s.text, request)
         for s in steps
     ]
-    return [{"role": "user", "content": request}, {"role": "assistant", "content": "\n".join(notes)}]
+    return "\n".join(["Calls made so far:", *notes, LATER_STEP])
 
 
 def _record(turn: Turn, step: _Step) -> None:
@@ -364,7 +363,7 @@ def _call_step(
         return _Halt("route", f"routed to {qualified}, which is no longer offered")
     check()
     try:
-        note = LATER_STEP if steps else None
+        note = _steps_note(request, steps) if steps else None
         result = ArgumentWriter(deps.backend, lane=deps.lane).write(tool, request, history, note=note)
     except Exception as e:  # the engine failed (a remote server down, a full context): the turn ends here
         return _Halt("arguments", f"argument writing for {tool.name} failed: {e}", tool.name, tool.server)
@@ -377,7 +376,8 @@ def _call_step(
         return _Halt("repeat", why, tool.name, tool.server)
     annotations = deps.annotations(qualified)
     results = [s.text for s in steps]
-    decision = decide(tool, annotations, args, request, history, deps.auto_yes, results)
+    seen = [*history, {"role": "assistant", "content": note}] if note else history
+    decision = decide(tool, annotations, args, request, seen, deps.auto_yes, results)
     if isinstance(decision, Skip):
         # the route event still names the tool; this says why it was not used
         emit(ToolSkippedEvent(name=tool.name, server=tool.server, reason=decision.reason, step=step))

@@ -57,9 +57,20 @@ _CHANGE = re.compile(
 )
 
 
+# A step after a change that a request asks for: "… and then show me", "confirm it shows up", "make sure …".
+_CHECK = re.compile(r"\b(?:then|confirm|verify|make\s+sure|show\s+me)\b", re.IGNORECASE)
+
+
 def asks_for_change(query: str) -> bool:
     """Whether ``query`` asks for something to be changed (a verb of ``_CHANGE``), not only to be told."""
     return bool(_CHANGE.search(query))
+
+
+def steps_named(query: str) -> int:
+    """How many changes and checks ``query`` names (0: it asks to be told something). Once as many writes have
+    succeeded, the request is carried out without asking the next-step decision."""
+    changes = len(_CHANGE.findall(query))
+    return changes + len(_CHECK.findall(query)) if changes else 0
 
 
 # Words that only make sense against something said before: pronouns and demonstratives, ordinals and relative

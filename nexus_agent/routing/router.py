@@ -32,12 +32,12 @@ from nexus_agent.routing.embedders.base import Embedder
 from nexus_agent.routing.followup import (
     CallSoFar,
     PreviousTurn,
-    asks_for_change,
     context_text,
     leans_on,
     names_own_object,
     resolve_name,
     siblings,
+    steps_named,
     user_turns,
 )
 from nexus_agent.routing.index import F32, ToolIndex
@@ -414,14 +414,15 @@ class Router:
         its siblings, which join the pool; then the LLM decision, with ``done`` in place of ``none``. Without an
         LLM decision a request gets one call.
 
-        Not asked (done at once): a request that asks for no change (:func:`asks_for_change`) once its calls
-        succeeded, so a request one read answers pays nothing for the loop. A write that succeeded is not offered
-        again: the same write twice in one request was, when measured, a loop creating issue after issue."""
+        Not asked (done at once), when no call failed: a request that asks for no change once its reads succeeded,
+        and a request with as many successful writes as the changes and checks it names (:func:`steps_named`), so a
+        request one call answers pays nothing for the loop. A write that succeeded is not offered again: the same
+        write twice in one request was, when measured, a loop creating issue after issue."""
         t0 = time.perf_counter()
         last = calls[-1]
-        if not asks_for_change(query) and not any(c.failed for c in calls):
-            return RouteResult([], "done", None, 0.0, (time.perf_counter() - t0) * 1e3)
         wrote = {c.tool for c in calls if c.wrote}
+        if not any(c.failed for c in calls) and sum(c.wrote for c in calls) >= steps_named(query):
+            return RouteResult([], "done", None, 0.0, (time.perf_counter() - t0) * 1e3)
         with self.lock:
             self.calibration.ensure()
             previous = PreviousTurn(query, last.tool) if last.tool in self.tools else None

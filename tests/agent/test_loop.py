@@ -21,7 +21,7 @@ from nexus_agent.agent.turn import CallResult, RouteOutcome, TurnCancelled, Turn
 from nexus_agent.backend import LocalBackend
 from nexus_agent.engine import Engine, EngineConfig
 from nexus_agent.registry import Tool, load_registry
-from nexus_agent.routing.followup import CallSoFar, PreviousTurn, asks_for_change
+from nexus_agent.routing.followup import CallSoFar, PreviousTurn, asks_for_change, steps_named
 from nexus_agent.routing.options import RouterOptions
 from nexus_agent.routing.router import NEXT_STEP_POOL
 
@@ -331,14 +331,19 @@ def test_next_step_routing_asks_only_when_a_change_is_asked_and_never_offers_a_w
     # a change is asked: the decision sees a pool with the last tool's siblings
     out = router.next_step("close the acme/api issue about rate limiting", [], searched)
     assert out.tool is not None and len(picks.pools) == 1 and len(picks.pools[0]) <= NEXT_STEP_POOL
-    # a write that succeeded is not offered again
+    # as many writes as the request names changes: done without asking
     wrote = [*searched, CallSoFar(COMMENT, {"issue_number": 2}, "{}", wrote=True)]
-    router.next_step("comment 'done' on the acme/api issue about rate limiting", [], wrote)
-    assert COMMENT not in picks.pools[-1] and picks.pools[-1]
+    out = router.next_step("comment 'done' on the acme/api issue about rate limiting", [], wrote)
+    assert out.decision == "done" and len(picks.pools) == 1
+    # one more change named: asked, and the write that succeeded is not offered again
+    router.next_step("comment 'done' on the acme/api issue about rate limiting, then close it", [], wrote)
+    assert len(picks.pools) == 2 and COMMENT not in picks.pools[-1] and picks.pools[-1]
     # a failed call is decided on, even for a request that asks for no change
     failed = [CallSoFar(SEARCH, {"query": "x"}, "boom", failed=True)]
     router.next_step("which acme/api issues mention rate limiting?", [], failed)
     assert len(picks.pools) == 3
+    assert steps_named("close it") == 1 and steps_named("create it and then show me the list") == 3
+    assert steps_named("list the open pull requests") == 0
 
 
 @pytest.mark.parametrize(
