@@ -13,8 +13,9 @@ The rules, in order:
 2. a question (:func:`~nexus_agent.routing.query.is_question`) routed to a tool that *declares* a write
    (``readOnlyHint: false``) and names none of the objects the write needs (an identifier was made up, or no
    required value comes from the conversation) is not about one: Skip;
-3. a tool that may write, with a required identifier (``issue_number``, ``pullNumber`` …) the conversation does not
-   give: Refuse, whatever ``--yes`` says;
+3. a tool that may write, with a required identifier (``issue_number``, ``pullNumber`` …) that neither the
+   conversation nor an earlier call of the same turn (the agent loop's ``results``) gives: Refuse, whatever
+   ``--yes`` says;
 4. a tool that may write: Ask, unless ``auto_yes``; a question to a tool that declares a write asks even then;
 5. otherwise Run.
 """

@@ -9,6 +9,9 @@
    identifier the conversation never gave);
 5. call the tool (on the MCP event loop);
 6. keep only a surrogate of the output in the history;
+6b. the agent loop (``TurnDeps.max_steps`` > 1, docs/agent-loop.md): ask the router for the next step
+   (``TurnRouter.next_step``: another tool, back to 2 with the calls so far in the argument request, or ``done``);
+   a repeated identical call, a later step that cannot run, or the budget ends the loop;
 7. stream the final answer (with no tool: in the ``CHAT`` lane, under a system prompt without the argument rules,
    told that nothing was run, so an action request gets "I could not do that" rather than a made-up call).
 
