@@ -195,6 +195,9 @@ class _Halt:
     message: str
     name: str = ""
     server: str = ""
+    # a write refused for an identifier nobody gave: the arguments it was written with (a later step may look the
+    # object up first)
+    refused: dict[str, Any] | None = None
 
 
 def _run_turn(
@@ -285,6 +288,7 @@ def _loop(
     ``deps.max_steps`` calls. Returns the answer prompt and lane, or None when the turn ends with an error (only at
     step 1: a later step that cannot run ends the loop, and the answer reports the calls that ran)."""
     steps: list[_Step] = []
+    tried: list[CallSoFar] = []  # what the next-step decision reads: the calls that ran, and a refused first one
     note = ""
     qualified, step = first, 1
     while True:
@@ -292,43 +296,66 @@ def _loop(
         if isinstance(got, _Halt) and step == 1:
             if got.stage == "skip":
                 return _without_tool(deps, request, window, history)
-            emit(ErrorEvent(stage=got.stage, message=got.message))
-            return None
+            if got.refused is None or deps.max_steps == 1:
+                emit(ErrorEvent(stage=got.stage, message=got.message))
+                return None
+            # A write whose object nobody named ("close the issue about X"): the next step may look it up first.
+            # If the decision says done, the turn ends with the refusal, as with one step.
+            tried.append(CallSoFar(qualified, got.refused, f"not run: {got.message}", failed=True))
+            nxt = _next(deps, request, window, tried)
+            if nxt is None or nxt.tool is None:
+                emit(ErrorEvent(stage=got.stage, message=got.message))
+                return None
+            emit(ToolSkippedEvent(name=got.name, server=got.server, reason=got.message, step=step))
+            step += 1
+            _emit_route(emit, nxt, step)
+            qualified = nxt.tool
+            continue
         if isinstance(got, _Halt):
             if got.stage != "skip":  # the policy's Skip was reported by _call_step
                 emit(ToolSkippedEvent(name=got.name or qualified, server=got.server, reason=got.message, step=step))
             note = f"(Step {step} was not run: {got.message}.)\n"
             break
         steps.append(got)
+        tried.append(
+            CallSoFar(got.qualified, got.arguments, step_view(got.text, request, CALL_CHARS), got.is_error, got.writes)
+        )
         _record(turn, got)
         if step >= deps.max_steps:
             if deps.max_steps > 1:
                 note = f"(I stopped after {step} calls, the most one request may make.)\n"
             break
         check()
-        calls = [
-            CallSoFar(s.qualified, s.arguments, step_view(s.text, request, CALL_CHARS), s.is_error, s.writes)
-            for s in steps
-        ]
-        try:
-            nxt = deps.router.next_step(request, window, calls)
-        except Exception as e:  # the calls that ran are answered anyway
-            log.warning("the next-step decision failed: %s", e)
+        nxt = _next(deps, request, window, tried)
+        if nxt is None:
             break
         step += 1
-        emit(
-            RouteEvent(
-                decision=nxt.decision,
-                tool=nxt.tool,
-                candidates=[Candidate(name=n, score=s) for n, s in nxt.candidates],
-                latency_ms=nxt.latency_ms,
-                step=step,
-            )
-        )
+        _emit_route(emit, nxt, step)
         if nxt.tool is None:
             break
         qualified = nxt.tool
     return _answer_prompt(deps, request, history, steps, note), deps.lane
+
+
+def _next(deps: TurnDeps, request: str, window: list[dict[str, str]], tried: list[CallSoFar]) -> RouteOutcome | None:
+    """The next-step decision; None when it failed (the calls that ran are answered anyway)."""
+    try:
+        return deps.router.next_step(request, window, tried)
+    except Exception as e:
+        log.warning("the next-step decision failed: %s", e)
+        return None
+
+
+def _emit_route(emit: Emit, nxt: RouteOutcome, step: int) -> None:
+    emit(
+        RouteEvent(
+            decision=nxt.decision,
+            tool=nxt.tool,
+            candidates=[Candidate(name=n, score=s) for n, s in nxt.candidates],
+            latency_ms=nxt.latency_ms,
+            step=step,
+        )
+    )
 
 
 def _steps_note(request: str, steps: list[_Step]) -> str:
@@ -386,7 +413,7 @@ def _call_step(
         emit(ToolSkippedEvent(name=tool.name, server=tool.server, reason=decision.reason, step=step))
         return _Halt("skip", decision.reason, tool.name, tool.server)
     if isinstance(decision, Refuse):
-        return _Halt("arguments", decision.reason, tool.name, tool.server)
+        return _Halt("arguments", decision.reason, tool.name, tool.server, refused=args)
     confirmed = True
     if isinstance(decision, Ask):
         confirmed = bool(deps.confirm and deps.confirm(qualified, args, annotations))

@@ -414,14 +414,16 @@ class Router:
         its siblings, which join the pool; then the LLM decision, with ``done`` in place of ``none``. Without an
         LLM decision a request gets one call.
 
-        Not asked (done at once), when no call failed: a request that asks for no change once its reads succeeded,
-        and a request with as many successful writes as the changes and checks it names (:func:`steps_named`), so a
-        request one call answers pays nothing for the loop. A write that succeeded is not offered again: the same
-        write twice in one request was, when measured, a loop creating issue after issue."""
+        Not asked (done at once), when the last call did not fail: a request that asks for no change once its
+        reads succeeded, and a request with as many successful writes as the changes and checks it names
+        (:func:`steps_named`), so a request one call answers pays nothing for the loop. A write that succeeded is
+        not offered again: the same write twice in one request was, when measured, a loop creating issue after
+        issue. A first call refused for an identifier nobody gave comes as a failed call: the decision may look the
+        object up first."""
         t0 = time.perf_counter()
         last = calls[-1]
         wrote = {c.tool for c in calls if c.wrote}
-        if not any(c.failed for c in calls) and sum(c.wrote for c in calls) >= steps_named(query):
+        if not last.failed and sum(c.wrote for c in calls) >= steps_named(query):
             return RouteResult([], "done", None, 0.0, (time.perf_counter() - t0) * 1e3)
         with self.lock:
             self.calibration.ensure()

@@ -360,3 +360,40 @@ def test_next_step_routing_asks_only_when_a_change_is_asked_and_never_offers_a_w
 )
 def test_a_change_is_told_from_a_question(request_text: str, change: bool) -> None:
     assert asks_for_change(request_text) is change
+
+
+@pytest.mark.parametrize("then", [[SEARCH, COMMENT], [None]])
+def test_a_first_write_refused_for_a_made_up_number_may_look_the_object_up_first(
+    engine: Engine,
+    tools: dict[str, Tool],
+    monkeypatch: pytest.MonkeyPatch,
+    then: list[str | None],
+) -> None:
+    """Routed straight to add_issue_comment with a number nobody gave: refused, as before; the next decision sees the
+    refusal and may search first, and the number the search returns is then given. If it says done, the turn ends
+    with the refusal, as with one step."""
+    request = "Leave a comment 'done' on the acme/api issue about rate limiting."
+    written = iter([7, 2])  # made up first, then the number the search returned
+    _write_args(
+        monkeypatch,
+        lambda name: (
+            {"owner": "acme", "repo": "api", "issue_number": next(written), "body": "done"}
+            if "comment" in name
+            else dict(_ARGS[name])
+        ),
+    )
+    router = _Script(COMMENT, then)
+    calls: list[tuple[str, dict[str, Any]]] = []
+    results: dict[str, CallResult | Exception] = {SEARCH: CallResult(FOUND, False), COMMENT: CallResult("{}", False)}
+    convo = Conversation()
+    events: list[Event] = []
+    run_turn(_deps(engine, router, tools, calls, results), convo, request, events.append)
+    (refused,) = router.seen[0]
+    assert refused.tool == COMMENT and refused.failed and "issue_number" in refused.result
+    if then == [None]:
+        assert calls == [] and events[-1].type == "error" and convo.turns == []
+        return
+    assert [c[0] for c in calls] == [SEARCH, COMMENT] and calls[1][1]["issue_number"] == 2
+    kinds = [(e.type, getattr(e, "step", None)) for e in events if e.type in ("tool_skipped", "tool_call", "route")]
+    assert kinds[:4] == [("route", 1), ("tool_skipped", 1), ("route", 2), ("tool_call", 2)], kinds
+    assert events[-1].type == "answer" and [c.tool for c in convo.turns[0].calls()] == [SEARCH, COMMENT]
