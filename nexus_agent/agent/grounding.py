@@ -108,9 +108,12 @@ def _kind_words(name: str, prop: Mapping[str, Any]) -> set[str]:
 
 
 def result_identifiers(results: Sequence[str]) -> set[str]:
-    """Identifier values that earlier results of the same turn returned, as strings: the scalar values of fields
-    named like identifiers (``number``, ``id``, ``issue_number``, ``pullNumber`` …) anywhere in a JSON output, and
-    the ``#N`` references of a plain-text one. The number a search returned is then the next call's to use."""
+    """Identifier values that earlier results of the same turn pinned down, as strings: the scalar values of fields
+    named like identifiers (``number``, ``id``, ``issue_number``, ``pullNumber`` …) in a JSON object, or in the one
+    row of a list that returned exactly one (bare, or wrapped as ``{"items": [...], "total_count": 1}``), and the
+    ``#N`` of a plain-text output that names exactly one. The number a search returned is then the next call's to
+    use; a list of several leaves the choice open, so a number picked from it is not given (the request did not say
+    which)."""
     found: set[str] = set()
 
     def walk(v: Any) -> None:
@@ -126,9 +129,17 @@ def result_identifiers(results: Sequence[str]) -> set[str]:
 
     for text in results:
         try:
-            walk(json.loads(text))
+            data = json.loads(text)
         except (json.JSONDecodeError, ValueError):
-            found.update(re.findall(r"(?<![\w&])#(\d+)\b", text))
+            refs = set(re.findall(r"(?<![\w&])#(\d+)\b", text))
+            found.update(refs if len(refs) == 1 else ())
+            continue
+        lists = [v for v in data.values() if isinstance(v, list)] if isinstance(data, dict) else []
+        rows = data if isinstance(data, list) else lists[0] if len(lists) == 1 else None
+        if rows is None:
+            walk(data)
+        elif len(rows) == 1:
+            walk(rows[0])
     return found
 
 

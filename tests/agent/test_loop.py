@@ -236,6 +236,13 @@ def test_a_value_from_an_earlier_result_is_given_and_an_invented_one_is_refused(
     assert ungrounded_identifiers(tool, comment, request, results=[FOUND]) == {}
     assert ungrounded_identifiers(tool, {**comment, "issue_number": 7}, request, results=[FOUND]) == {"issue_number": 7}
     assert result_identifiers([FOUND, "see #12 and issue 13"]) == {"2", "12"}
+    # several rows, or several #N: which one is not pinned down, so none is given
+    several = json.dumps([{"number": 2, "title": "a"}, {"number": 3, "title": "b"}])
+    assert result_identifiers([several, "see #12 and #13"]) == set()
+    assert result_identifiers([json.dumps({"number": 6, "head": {"sha": "abc"}, "id": 40})]) == {"6", "40"}
+    assert ungrounded_identifiers(tool, {**comment, "issue_number": 3}, request, results=[several]) == {
+        "issue_number": 3
+    }
 
     for number, ran in ((2, True), (7, False)):
         _write_args(monkeypatch, lambda name, n=number: {**comment, "issue_number": n} if "comment" in name else {})
