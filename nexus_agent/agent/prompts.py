@@ -67,6 +67,11 @@ TOOL_STEPS = (
     "it was not done. Do not repeat the raw JSON."
 )
 TOOL_STEP = "{n}. {tool} with {args}: {outcome}\n<<<\n{data}\n>>>\n"
+# A request for a change that no call made (only reads ran, or the writes failed or were not run): measured, the
+# small models still wrote "the issue has been closed" under TOOL_STEPS alone.
+NOTHING_CHANGED = (
+    "(None of these calls changed anything: what I asked to change was NOT changed. Say so plainly, and why.)\n"
+)
 
 # Routing found no tool: written under SYSTEM_CHAT, because under SYSTEM_MAIN's JSON rules the small models answered
 # with a made-up tool call; the note keeps an action no tool can do from being claimed done

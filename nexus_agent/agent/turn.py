@@ -50,6 +50,7 @@ from nexus_agent.agent.policy import needs_confirmation as needs_confirmation  #
 from nexus_agent.agent.prompts import (
     LATER_STEP,
     NO_TOOL,
+    NOTHING_CHANGED,
     SYSTEM_CHAT,
     SYSTEM_MAIN,
     TOOL_DATA,
@@ -64,7 +65,7 @@ from nexus_agent.agent.view import MAX_ITEMS, answer_view, step_view, whole
 from nexus_agent.backend import Backend
 from nexus_agent.engine import CHAT, MAIN
 from nexus_agent.registry import Tool
-from nexus_agent.routing.followup import CallSoFar, PreviousTurn
+from nexus_agent.routing.followup import CallSoFar, PreviousTurn, asks_for_change
 from nexus_agent.routing.rerank.llm_choice import RESULT_CHARS as CALL_CHARS
 
 log = logging.getLogger(__name__)
@@ -437,7 +438,10 @@ def _answer_prompt(
     deps: TurnDeps, request: str, history: list[dict[str, str]], steps: list[_Step], note: str
 ) -> list[dict[str, str]]:
     """The answer's chat: one call answered as before the loop (a template for a write, a read, an empty read, an
-    error); several, or a loop that stopped early, from the list of calls that ran, and only those."""
+    error); several, a loop that stopped early, or a request for a change that no call made, from the list of calls
+    that ran, and only those (with ``NOTHING_CHANGED`` for the last)."""
+    if asks_for_change(request) and not any(s.writes for s in steps):
+        note += NOTHING_CHANGED
     if len(steps) == 1 and not note:
         answer = _one_call(deps, request, steps[0])
     else:

@@ -422,7 +422,9 @@ class Router:
         object up first."""
         t0 = time.perf_counter()
         last = calls[-1]
-        wrote = {c.tool for c in calls if c.wrote}
+        # not offered again: a write that succeeded, and a tool whose call failed (measured: offered again, the
+        # small model wrote the same arguments, and the repeated call only ended the loop)
+        wrote = {c.tool for c in calls if c.wrote or c.failed}
         if not last.failed and sum(c.wrote for c in calls) >= steps_named(query):
             return RouteResult([], "done", None, 0.0, (time.perf_counter() - t0) * 1e3)
         with self.lock:

@@ -205,7 +205,15 @@ def test_a_single_step_budget_makes_one_call_and_asks_no_next_step(
         lambda e: None,
     )
     assert [c[0] for c in calls] == [SEARCH] and router.seen == []
-    assert "I ran search_issues" in chats[-1][-1]["content"]  # the single-call answer prompt, as before the loop
+    # a change was asked and only a read ran: the answer is told that nothing changed (measured: "…has been closed")
+    assert "NOT changed" in chats[-1][-1]["content"]
+    run_turn(
+        _deps(engine, _Script(SEARCH, []), tools, calls, {SEARCH: CallResult(FOUND, False)}, max_steps=1),
+        Conversation(),
+        "which acme/api issues are about rate limiting?",
+        lambda e: None,
+    )
+    assert "I ran search_issues" in chats[-1][-1]["content"]  # a read answered by the single-call prompt, as before
 
 
 def test_a_repeated_identical_call_ends_the_loop_with_a_note(
@@ -348,7 +356,7 @@ def test_next_step_routing_asks_only_when_a_change_is_asked_and_never_offers_a_w
     # a failed call is decided on, even for a request that asks for no change
     failed = [CallSoFar(SEARCH, {"query": "x"}, "boom", failed=True)]
     router.next_step("which acme/api issues mention rate limiting?", [], failed)
-    assert len(picks.pools) == 3
+    assert len(picks.pools) == 3 and SEARCH not in picks.pools[-1]  # and the tool that failed is not offered again
     assert steps_named("close it") == 1 and steps_named("create it and then show me the list") == 3
     assert steps_named("list the open pull requests") == 0
 
