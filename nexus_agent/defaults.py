@@ -16,5 +16,6 @@ EMBEDDER: Final = "minilm-tools"
 RERANKER: Final = "llm-choice"
 """The decision an escalated request goes to (``nexus_agent.routing.rerank.RERANKERS``); ``none``: retrieval top-1."""
 
-MAX_STEPS: Final = 4
-"""Tool calls one request may make (the agent loop, docs/agent-loop.md): the multi-step tasks need up to 4."""
+MAX_STEPS: Final = 3
+"""Tool calls one request may make (the agent loop, docs/agent-loop.md): 40 of the 42 multi-step tune tasks need at
+most 3 calls, no measured turn ran more than 2, and a step that goes wrong costs minutes on 2 cores."""
