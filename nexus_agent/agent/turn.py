@@ -302,7 +302,7 @@ def _loop(
                 return None
             # A write whose object nobody named ("close the issue about X"): the next step may look it up first.
             # If the decision says done, the turn ends with the refusal, as with one step.
-            tried.append(CallSoFar(qualified, got.refused, f"not run: {got.message}", failed=True))
+            tried.append(CallSoFar(qualified, got.refused, f"not run: {got.message}", failed=True, ran=False))
             nxt = _next(deps, request, window, tried)
             if nxt is None or nxt.tool is None:
                 emit(ErrorEvent(stage=got.stage, message=got.message))

@@ -42,6 +42,7 @@ class CallSoFar:
     result: str
     failed: bool = False
     wrote: bool = False  # a tool that may write, and it succeeded
+    ran: bool = True  # False: refused before it ran (an identifier nobody gave), so a lookup may make it possible
 
 
 # Verbs of a change, in the base form a request for one uses ("close that issue", "can you assign …"): a request

@@ -424,7 +424,7 @@ class Router:
         last = calls[-1]
         # not offered again: a write that succeeded, and a tool whose call failed (measured: offered again, the
         # small model wrote the same arguments, and the repeated call only ended the loop)
-        wrote = {c.tool for c in calls if c.wrote or c.failed}
+        wrote = {c.tool for c in calls if c.wrote or (c.failed and c.ran)}
         if not last.failed and sum(c.wrote for c in calls) >= steps_named(query):
             return RouteResult([], "done", None, 0.0, (time.perf_counter() - t0) * 1e3)
         with self.lock:

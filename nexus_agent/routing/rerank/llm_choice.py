@@ -142,7 +142,7 @@ def calls_text(calls: Sequence[CallSoFar]) -> str:
         name = c.tool.split("__", 1)[-1]
         args = json.dumps(dict(c.arguments), ensure_ascii=False, separators=(",", ":"))
         res = c.result if len(c.result) <= RESULT_CHARS else c.result[:RESULT_CHARS] + " …"
-        outcome = "FAILED: " if c.failed else "done: " if c.wrote else ""
+        outcome = "NOT RUN: " if not c.ran else "FAILED: " if c.failed else "done: " if c.wrote else ""
         lines.append(f"{i}. {name} {args} → {outcome}{res}")
     return "\n".join(lines)
 
