@@ -418,8 +418,9 @@ class Router:
         reads succeeded, and a request with as many successful writes as the changes and checks it names
         (:func:`steps_named`), so a request one call answers pays nothing for the loop. A write that succeeded is
         not offered again: the same write twice in one request was, when measured, a loop creating issue after
-        issue. A first call refused for an identifier nobody gave comes as a failed call: the decision may look the
-        object up first."""
+        issue. After a call that ran and failed, only tools declared read-only are offered. A first call refused
+        for an identifier nobody gave comes as a failed call that did not run: the decision may look the object up
+        first, and the write stays on offer."""
         t0 = time.perf_counter()
         last = calls[-1]
         # not offered again: a write that succeeded, and a tool whose call failed (measured: offered again, the
@@ -433,6 +434,11 @@ class Router:
             qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand))
             cands = self.retrieve(query, qvec=qvec, previous=previous, history=history)
             cands = [c for c in cands if c.key not in wrote]
+            if any(c.failed and c.ran for c in calls):
+                # after a call that ran and failed, only tools that declare themselves read-only: measured, a failed
+                # create_branch was followed under --yes by create_or_update_file and create_repository, writes to
+                # objects the request never named; a lookup may still explain the failure, and the answer reports it
+                cands = [c for c in cands if self.tools[c.key].read_only_hint is True]
             pool = cands[:pool_size]
             if previous is not None and previous.tool not in wrote and cands:
                 pool = self._keep_related(pool, cands, previous)

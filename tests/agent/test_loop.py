@@ -357,10 +357,15 @@ def test_next_step_routing_asks_only_when_a_change_is_asked_and_never_offers_a_w
     failed = [CallSoFar(SEARCH, {"query": "x"}, "boom", failed=True)]
     router.next_step("which acme/api issues mention rate limiting?", [], failed)
     assert len(picks.pools) == 3 and SEARCH not in picks.pools[-1]  # and the tool that failed is not offered again
+    # after a write that ran and failed, no tool that may write is offered: only declared reads
+    broke = [*searched, CallSoFar(COMMENT, {"issue_number": 2}, "boom", failed=True)]
+    router.next_step("comment 'done' on the acme/api issue about rate limiting, then close it", [], broke)
+    assert picks.pools[-1] and all(tools[k].read_only_hint is True for k in picks.pools[-1])
+    n_before = len(picks.pools)
     # a write refused before it ran (a number nobody gave) is offered again once a lookup ran
     refused = [CallSoFar(COMMENT, {"issue_number": 7}, "not run", failed=True, ran=False), *searched]
     router.next_step("comment 'done' on the acme/api issue about rate limiting", [], refused)
-    assert len(picks.pools) == 4 and COMMENT in picks.pools[-1]
+    assert len(picks.pools) == n_before + 1 and COMMENT in picks.pools[-1]
     assert steps_named("close it") == 1 and steps_named("create it and then show me the list") == 3
     assert steps_named("list the open pull requests") == 0
 
