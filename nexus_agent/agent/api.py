@@ -105,7 +105,7 @@ class AgentConfig(BaseModel):
     # a budget the conversation's lane keeps the whole trace and ``evict`` picks the 32-token blocks to drop.
     kv_budget: int | None = Field(default=None, ge=KVBudget.min_tokens())
     # stable prompt heads (system prompts, the decision's and the judge's instructions) loaded from disk instead of
-    # decoded in every process (nexus_agent/engine/heads.py); off: decoded once per process, as before
+    # decoded in every process (nexus_agent/engine/heads.py); off: decoded when first needed, once per process
     head_cache: bool = True
     # answers read a compact view of a tool's output (its rows' identifying fields and the fields the request names,
     # agent/view.py) or, "full", the whole output (cut at 6,000 characters); the whole output is read anyway when the
@@ -229,8 +229,10 @@ class NexusAgent:
             embedder=self.cfg.embedder, reranker=defaults.RERANKER, splice=self.cfg.splice, relevance=self.cfg.relevance
         )
         router = await asyncio.to_thread(AgentRouter.create, list(self._tools.values()), options, self.backend)
-        # the decision's and the judge's heads (the judge's names the connected servers, so it waits for them)
-        await asyncio.to_thread(router.warm)
+        if self.cfg.head_cache:
+            # the decision's and the judge's heads (the judge's names the connected servers, so it waits for them);
+            # without the store they are decoded when first needed, as a request that needs neither never pays them
+            await asyncio.to_thread(router.warm)
         self.router = router
         hub.add_tools_listener(self._on_tools_changed)
 
@@ -246,7 +248,7 @@ class NexusAgent:
             )
         )
         backend = LocalBackend(self.engine, heads=self.cfg.head_cache)
-        for system, lane in ((SYSTEM_MAIN, MAIN), (SYSTEM_CHAT, CHAT)):
+        for system, lane in ((SYSTEM_MAIN, MAIN), (SYSTEM_CHAT, CHAT)) if self.cfg.head_cache else ():
             backend.warm([[{"role": "system", "content": system}, {"role": "user", "content": u}] for u in "ab"], lane)
         return backend
 

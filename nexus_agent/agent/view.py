@@ -117,7 +117,7 @@ def answer_view(text: str, request: str, max_items: int = MAX_ITEMS) -> View:
     shown = [_object(r, asked) if isinstance(r, dict) else r for r in rows[:max_items]]
     lines = [_dump(r) for r in shown]
     meta = {k: v for k, v in (rest or {}).items() if isinstance(v, int | float | bool) and not isinstance(v, bool)}
-    head = f"{len(rows)} items" + (f" ({_dump(meta)[1:-1]})" if meta else "")
+    head = f"{len(rows)} item{'' if len(rows) == 1 else 's'}" + (f" ({_dump(meta)[1:-1]})" if meta else "")
     if len(rows) > max_items:
         head += f"; the first {max_items} are shown, {len(rows) - max_items} more were left out"
     return View(whole(head + ":\n" + "\n".join(lines)), full=False, items=len(shown), total=len(rows))

@@ -522,14 +522,7 @@ def _gh_git(ctx: CheckContext, repo: str) -> Path:
 def _gh_branch(ctx: CheckContext, spec: dict[str, Any]) -> str | None:
     """Branch ``branch`` exists in ``repo`` (``absent``: does not); ``from``: it points where that branch pointed
     before the task."""
-    sha = ctx.ws.snapshot().get(f"ref {spec['repo']} refs/heads/{spec['branch']}")
-    if spec.get("absent"):
-        return None if sha is None else "branch exists"
-    if sha is None:
-        return "no such branch"
-    if "from" in spec and sha != ctx.ws.pristine.get(f"ref {spec['repo']} refs/heads/{spec['from']}"):
-        return f"branch is not at {spec['from']}"
-    return None
+    return _branch(ctx, spec, f"ref {spec['repo']} refs/heads/", spec["branch"])
 
 
 @check("gh_file")
@@ -580,12 +573,18 @@ def _fs_dir(ctx: CheckContext, spec: dict[str, Any]) -> str | None:
 @check("git_branch")
 def _git_branch(ctx: CheckContext, spec: dict[str, Any]) -> str | None:
     """Branch ``name`` exists (``absent``: not); ``from``: it points where that branch pointed before the task."""
-    sha = ctx.ws.snapshot().get(f"git ref refs/heads/{spec['name']}")
+    return _branch(ctx, spec, "git ref refs/heads/", spec["name"])
+
+
+def _branch(ctx: CheckContext, spec: dict[str, Any], key: str, name: str) -> str | None:
+    """Branch ``name`` (snapshot key ``key + name``) exists, or not with ``absent``; ``from``: at that branch's
+    commit before the task."""
+    sha = ctx.ws.snapshot().get(key + name)
     if spec.get("absent"):
         return None if sha is None else "branch exists"
     if sha is None:
         return "no such branch"
-    if "from" in spec and sha != ctx.ws.pristine.get(f"git ref refs/heads/{spec['from']}"):
+    if "from" in spec and sha != ctx.ws.pristine.get(key + spec["from"]):
         return f"branch is not at {spec['from']}"
     return None
 

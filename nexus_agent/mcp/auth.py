@@ -33,14 +33,14 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, OAuthFlowError
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
-from pydantic import AnyUrl, ValidationError
+from pydantic import AnyUrl, BaseModel, ValidationError
 
 from nexus_agent import __version__
 from nexus_agent.mcp.config import SERVER_NAME, HttpServerConfig
@@ -48,6 +48,7 @@ from nexus_agent.mcp.errors import AuthRequiredError, ServerStartError
 from nexus_agent.paths import cache_dir
 
 log = logging.getLogger(__name__)
+_M = TypeVar("_M", bound=BaseModel)
 
 LoginMode = Literal["never", "interactive", "headless"]
 
@@ -127,16 +128,20 @@ class TokenStore:
         os.chmod(tmp, 0o600)  # O_CREAT's mode does not apply to a file left over from a crash
         os.replace(tmp, self.path)
 
-    # -- TokenStorage ------------------------------------------------------------------------------------
-
-    async def get_tokens(self) -> OAuthToken | None:
-        raw = self._read().get("tokens")
+    def _stored(self, key: str, model: type[_M]) -> _M | None:
+        """The stored ``key`` as ``model``; None when absent or no longer valid (a login stores it anew)."""
+        raw = self._read().get(key)
         if raw is None:
             return None
         try:
-            return OAuthToken.model_validate(raw)
+            return model.model_validate(raw)
         except ValidationError:
             return None
+
+    # -- TokenStorage ------------------------------------------------------------------------------------
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self._stored("tokens", OAuthToken)
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
         data = self._read()
@@ -148,13 +153,7 @@ class TokenStore:
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         if self.preregistered is not None:
             return self.preregistered
-        raw = self._read().get("client")
-        if raw is None:
-            return None
-        try:
-            return OAuthClientInformationFull.model_validate(raw)
-        except ValidationError:
-            return None
+        return self._stored("client", OAuthClientInformationFull)
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         if self.preregistered is not None:
