@@ -173,7 +173,12 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def main_async(a: argparse.Namespace) -> dict[str, Any]:
-    tasks = load_tasks(split=a.split)[: a.limit or None]
+    ids = set(a.ids.split(",")) if a.ids else None
+    tasks = [
+        t
+        for t in load_tasks(split=a.split)
+        if (not a.kind or t.kind in a.kind.split(",")) and (ids is None or t.id in ids)
+    ][: a.limit or None]
     ws = Workspace(Path(tempfile.mkdtemp(prefix="nexus-multistep-")))
     ws.build()
     filled = [t.filled(ws.values()) for t in tasks]
@@ -236,6 +241,8 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"`python bench/multistep.py --split {a['split']} --arms {a['arms']} --max-steps {a['max_steps']}"
         + (f" --limit {a['limit']}" if a["limit"] else "")
+        + (f" --kind {a['kind']}" if a.get("kind") else "")
+        + (f" --ids {a['ids']}" if a.get("ids") else "")
         + "`",
         "",
         "| arm | kind | n | success | calls/task | p50 s | p95 s | claims unrun | failure classes |",
@@ -259,6 +266,8 @@ def main() -> None:
     ap.add_argument("--arms", default="nexus,llama_cpp")
     ap.add_argument("--json", dest="out", default=str(ROOT / "bench" / "results" / "multistep.json"))
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--kind", default="", help="only tasks of these kinds (multi,single,absent; default: all)")
+    ap.add_argument("--ids", default="", help="only these task ids (comma-separated)")
     ap.add_argument("--max-steps", type=int, default=4)
     a = ap.parse_args()
     report = asyncio.run(main_async(a))

@@ -112,6 +112,9 @@ class AgentConfig(BaseModel):
     # request asks for details
     answer_view: AnswerView = AnswerView.COMPACT
     answer_items: int = Field(default=MAX_ITEMS, ge=1)  # rows of a listed result the answer reads
+    # calls one request may make (the agent loop, docs/agent-loop.md): after each result the agent decides between
+    # another call and the answer; 1: one call, answered at once
+    max_steps: int = Field(default=defaults.MAX_STEPS, ge=1, le=16)
     evict: Annotated[
         str, AfterValidator(check_evict), WithJsonSchema({"type": "string", "enum": list(EVICT_CHOICES)})
     ] = "nexus"
@@ -395,6 +398,7 @@ class NexusAgent:
             full_trace=self.cfg.kv_budget is not None and self.engine is not None,
             compact=self.cfg.answer_view == AnswerView.COMPACT,
             max_items=self.cfg.answer_items,
+            max_steps=self.cfg.max_steps,
             cancelled=cancel.is_set,
             lane=lane,
         )

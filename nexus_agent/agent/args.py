@@ -139,7 +139,7 @@ def takes_a_date(tool: Tool) -> bool:
 
 
 def arg_messages(
-    tool: Tool, request: str, history: list[dict[str, str]], today: dt.date | None = None
+    tool: Tool, request: str, history: list[dict[str, str]], today: dt.date | None = None, note: str | None = None
 ) -> list[dict[str, str]]:
     """Chat messages for argument writing: the shared system prompt, the (pruned) history, then the request
     with the tool's signature and the rules. Only the last message differs from the answer prompt. A tool with a
@@ -149,17 +149,17 @@ def arg_messages(
     return [
         {"role": "system", "content": SYSTEM_MAIN},
         *history,
-        {"role": "user", "content": arg_request(request, sig, today if date_note else None)},
+        {"role": "user", "content": arg_request(request, sig, today if date_note else None, note)},
     ]
 
 
 def arg_prompt(
-    tool: Tool, request: str, history: list[dict[str, str]], today: dt.date | None = None
+    tool: Tool, request: str, history: list[dict[str, str]], today: dt.date | None = None, note: str | None = None
 ) -> tuple[Tool, list[dict[str, str]]]:
     """What argument writing prefills: the view of ``tool`` for this conversation (:func:`arg_view`, whose
     schema the grammar follows) and the chat messages over its signature."""
     view = arg_view(tool, conversation_text(request, history))
-    return view, arg_messages(view, request, history, today)
+    return view, arg_messages(view, request, history, today, note)
 
 
 class ArgumentWriter:
@@ -176,12 +176,18 @@ class ArgumentWriter:
         return self.backend.chat(msgs, lane=self.lane, json=constraint, max_tokens=self.max_tokens, keep=False)
 
     def write(
-        self, tool: Tool, request: str, history: list[dict[str, str]] | None = None, today: dt.date | None = None
+        self,
+        tool: Tool,
+        request: str,
+        history: list[dict[str, str]] | None = None,
+        today: dt.date | None = None,
+        note: str | None = None,
     ) -> ArgResult:
-        """Arguments for ``tool``; ``today`` (default: the date now) is what relative dates are read from."""
+        """Arguments for ``tool``; ``today`` (default: the date now) is what relative dates are read from; ``note``:
+        a line for the request (a later step of the agent loop)."""
         history = history or []
         today = today or dt.date.today()
-        view, msgs = arg_prompt(tool, request, history, today)
+        view, msgs = arg_prompt(tool, request, history, today, note)
         grammar = constraint_for(view)
         with self.backend.turn():
             gen = self._attempt(msgs, grammar)

@@ -1,6 +1,9 @@
 """Typed events a turn emits, in order: ``route`` → (``tool_call`` → ``tool_result`` | ``tool_skipped``) →
-``token``… → ``answer``; ``error`` may replace any step; ``elicitation`` (a server's question, which the app answers)
-may come during a tool call. Serialised with ``model_dump_json()`` for ``--json``."""
+``token``… → ``answer``; ``error`` may replace any step. In the agent loop (``max_steps`` > 1) each call is a step:
+after a ``tool_result`` comes the next step's ``route`` (decision ``done`` when the request is carried out), and the
+``route``, ``tool_call``, ``tool_result`` and ``tool_skipped`` events carry their ``step`` (1 for the first).
+``elicitation`` (a server's question, which the app answers) may come during a tool call. Serialised with
+``model_dump_json()`` for ``--json``."""
 
 from __future__ import annotations
 
@@ -20,14 +23,16 @@ class Candidate(BaseModel):
 
 
 class RouteEvent(_Event):
-    """Routing's decision: ``auto`` (margin above τ), ``escalated`` (decided by the reranker/LLM) or
-    ``no-tool``. ``tool`` is the qualified name (``server__tool``), None for no-tool."""
+    """Routing's decision: ``auto`` (margin above τ), ``escalated`` (decided by the reranker/LLM), ``no-tool``,
+    or, for a step after the first, ``done`` (no further call). ``tool`` is the qualified name (``server__tool``),
+    None for no-tool and done."""
 
     type: Literal["route"] = "route"
-    decision: Literal["auto", "escalated", "no-tool"]
+    decision: Literal["auto", "escalated", "no-tool", "done"]
     tool: str | None
     candidates: list[Candidate] = Field(default_factory=list)
     latency_ms: float = 0.0
+    step: int = 1
 
 
 class ToolCallEvent(_Event):
@@ -36,6 +41,7 @@ class ToolCallEvent(_Event):
     server: str = ""
     arguments: dict[str, Any]
     confirmed: bool = True
+    step: int = 1
 
 
 class ToolResultEvent(_Event):
@@ -46,15 +52,18 @@ class ToolResultEvent(_Event):
     is_error: bool
     text: str
     chars: int
+    step: int = 1
 
 
 class ToolSkippedEvent(_Event):
-    """The routed tool was not used and the request is answered without one; ``reason`` says why for people."""
+    """The routed tool was not used; ``reason`` says why for people. At step 1 the request is answered without a
+    tool; at a later step the loop stops there and the answer is written from the calls that ran."""
 
     type: Literal["tool_skipped"] = "tool_skipped"
     name: str
     server: str = ""
     reason: str
+    step: int = 1
 
 
 class TokenEvent(_Event):

@@ -9,6 +9,7 @@ another unit, a paraphrased enum value: ``agent/forms/``). Argument writing drop
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -106,8 +107,48 @@ def _kind_words(name: str, prop: Mapping[str, Any]) -> set[str]:
     return kind
 
 
+def result_identifiers(results: Sequence[str]) -> set[str]:
+    """Identifier values that earlier results of the same turn pinned down, as strings: the scalar values of fields
+    named like identifiers (``number``, ``id``, ``issue_number``, ``pullNumber`` …) in a JSON object, or in the one
+    row of a list that returned exactly one (bare, or wrapped as ``{"items": [...], "total_count": 1}``), and the
+    ``#N`` of a plain-text output that names exactly one. The number a search returned is then the next call's to
+    use; a list of several leaves the choice open, so a number picked from it is not given (the request did not say
+    which)."""
+    found: set[str] = set()
+
+    def walk(v: Any) -> None:
+        if isinstance(v, dict):
+            for k, x in v.items():
+                scalar = isinstance(x, int | str) and not isinstance(x, bool)
+                if scalar and isinstance(k, str) and _IDENTIFIER.search(k):
+                    found.add(str(x))
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    for text in results:
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, ValueError):
+            refs = set(re.findall(r"(?<![\w&])#(\d+)\b", text))
+            found.update(refs if len(refs) == 1 else ())
+            continue
+        lists = [v for v in data.values() if isinstance(v, list)] if isinstance(data, dict) else []
+        rows = data if isinstance(data, list) else lists[0] if len(lists) == 1 else None
+        if rows is None:
+            walk(data)
+        elif len(rows) == 1:
+            walk(rows[0])
+    return found
+
+
 def ungrounded_identifiers(
-    tool: Tool, args: Mapping[str, Any], request: str, history: Sequence[Mapping[str, str]] = ()
+    tool: Tool,
+    args: Mapping[str, Any],
+    request: str,
+    history: Sequence[Mapping[str, str]] = (),
+    results: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Required identifier arguments (``issue_number``, ``pullNumber``, ``page_id`` …) the conversation does not
     give, so the model made them up: name → value. The grammar makes the model write every required value, and with
@@ -115,12 +156,16 @@ def ungrounded_identifiers(
 
     Given means: in the request itself, or in an earlier message (the user's words or a tool's output) that also
     names the identifier's kind or writes it as ``#N``. "close issue 1" earlier does not give a pull request 1;
-    it does give the issue that "reopen it" means."""
+    it does give the issue that "reopen it" means.
+
+    ``results``: the outputs of the calls already made in this turn (the agent loop); an identifier one of them
+    returned (:func:`result_identifiers`) is given too."""
     props = tool.input_schema.get("properties") or {}
     required = set(tool.input_schema.get("required") or [])
+    returned = result_identifiers(results)
 
     def given(name: str, value: Any, prop: Mapping[str, Any]) -> bool:
-        if _grounded(value, prop, name, request, words(request)):
+        if _grounded(value, prop, name, request, words(request)) or str(value) in returned:
             return True
         kind = _kind_words(name, prop)
         for m in history:

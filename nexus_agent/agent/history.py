@@ -108,15 +108,33 @@ def carries_nothing(text: str) -> bool:
     return empty(data) and lists > 0
 
 
+@dataclass(frozen=True)
+class Call:
+    """A call of a turn before its last one (the agent loop): the qualified tool name, the arguments, the output's
+    surrogate."""
+
+    tool: str
+    arguments: dict[str, Any]
+    result: str
+
+
 @dataclass
 class Turn:
-    """One user request and what happened. ``tool_result`` holds the surrogate, never the full payload."""
+    """One user request and what happened. ``tool``, ``arguments`` and ``tool_result`` are its last call (the only
+    one outside the agent loop); ``earlier`` the calls before it, in order. Results hold surrogates, never the full
+    payload."""
 
     user: str
     tool: str | None = None
     arguments: dict[str, Any] | None = None
     tool_result: str | None = None
     answer: str = ""
+    earlier: list[Call] = field(default_factory=list)
+
+    def calls(self) -> list[Call]:
+        """Every call of the turn, in order."""
+        last = [Call(self.tool, self.arguments or {}, self.tool_result or "")] if self.tool else []
+        return [*self.earlier, *last]
 
 
 @dataclass
@@ -130,10 +148,12 @@ class Conversation:
         for t in reversed(self.turns[-max_turns:]):
             block = [{"role": "user", "content": t.user}]
             reply = t.answer
-            if t.tool:
-                call = call_note(t.tool.split("__", 1)[-1], t.arguments or {})
-                call += f" → {t.tool_result}" if t.tool_result else ""
-                reply = f"{call}\n{reply}".strip()
+            notes = []
+            for c in t.calls():
+                note = call_note(c.tool.split("__", 1)[-1], c.arguments)
+                notes.append(note + (f" → {c.result}" if c.result else ""))
+            if notes:
+                reply = "\n".join([*notes, reply]).strip()
             block.append({"role": "assistant", "content": reply or "(no answer)"})
             size = sum(len(m["content"]) for m in block)
             if msgs and max_chars is not None and used + size > max_chars:

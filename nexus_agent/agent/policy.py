@@ -13,8 +13,9 @@ The rules, in order:
 2. a question (:func:`~nexus_agent.routing.query.is_question`) routed to a tool that *declares* a write
    (``readOnlyHint: false``) and names none of the objects the write needs (an identifier was made up, or no
    required value comes from the conversation) is not about one: Skip;
-3. a tool that may write, with a required identifier (``issue_number``, ``pullNumber`` …) the conversation does not
-   give: Refuse, whatever ``--yes`` says;
+3. a tool that may write, with a required identifier (``issue_number``, ``pullNumber`` …) that neither the
+   conversation nor an earlier call of the same turn (the agent loop's ``results``) gives: Refuse, whatever
+   ``--yes`` says;
 4. a tool that may write: Ask, unless ``auto_yes``; a question to a tool that declares a write asks even then;
 5. otherwise Run.
 """
@@ -22,7 +23,7 @@ The rules, in order:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,15 +90,18 @@ def decide(
     request: str,
     window: list[dict[str, str]],
     auto_yes: bool,
+    results: Sequence[str] = (),
 ) -> Decision:
     """What to do with ``tool`` called with ``arguments`` for ``request``, given the earlier messages ``window``
     (the pruned history, chat messages) and ``--yes`` (``auto_yes``). ``annotations`` are the live MCP ones, which
-    decide "may write"; ``tool.declares_write`` (the declared ``readOnlyHint: false``) decides what a question is."""
+    decide "may write"; ``tool.declares_write`` (the declared ``readOnlyHint: false``) decides what a question is.
+    ``results``: the outputs of the calls this turn already made (the agent loop); an identifier they returned
+    counts as given."""
     may_write = needs_confirmation(annotations)
     # A write must act on an object the user named: a made-up issue or PR number would change the wrong one. Reads
     # are not checked: a wrong read changes nothing, and read-only tools such as sequentialthinking take counters
     # named like identifiers.
-    made_up = ungrounded_identifiers(tool, arguments, request, window) if may_write else {}
+    made_up = ungrounded_identifiers(tool, arguments, request, window, results) if may_write else {}
     # A question is answered, not acted on, so --yes does not cover a write routed from one. Only a declared write
     # counts, as for the routing penalty: tools that declare nothing (google-maps, slack) answer questions with
     # reads (docs/measurements.md#questions-and-writes).

@@ -15,7 +15,7 @@ from nexus_agent.backend import Backend
 from nexus_agent.registry import Tool
 from nexus_agent.routing.embedders import create_embedder
 from nexus_agent.routing.embedders.base import Embedder
-from nexus_agent.routing.followup import PreviousTurn
+from nexus_agent.routing.followup import CallSoFar, PreviousTurn
 from nexus_agent.routing.options import RouterOptions
 from nexus_agent.routing.router import Router, build_router
 
@@ -45,6 +45,15 @@ class AgentRouter:
         self, query: str, window: list[dict[str, str]], previous: PreviousTurn | None = None
     ) -> RouteOutcome:
         res = self.router.route(query, window, previous=previous)
+        return RouteOutcome(
+            decision=res.decision,
+            tool=res.tool,
+            candidates=[(c.key, c.score) for c in res.candidates[:5]],
+            latency_ms=res.latency_ms,
+        )
+
+    def next_step(self, query: str, window: list[dict[str, str]], calls: Sequence[CallSoFar]) -> RouteOutcome:
+        res = self.router.next_step(query, window, calls)
         return RouteOutcome(
             decision=res.decision,
             tool=res.tool,

@@ -9,6 +9,9 @@
    identifier the conversation never gave);
 5. call the tool (on the MCP event loop);
 6. keep only a surrogate of the output in the history;
+6b. the agent loop (``TurnDeps.max_steps`` > 1, docs/agent-loop.md): ask the router for the next step
+   (``TurnRouter.next_step``: another tool, back to 2 with the calls so far in the argument request, or ``done``);
+   a repeated identical call, a later step that cannot run, or the budget ends the loop;
 7. stream the final answer (with no tool: in the ``CHAT`` lane, under a system prompt without the argument rules,
    told that nothing was run, so an action request gets "I could not do that" rather than a made-up call).
 
@@ -25,9 +28,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
 from nexus_agent.agent.args import ArgumentWriter
 from nexus_agent.agent.events import (
@@ -41,23 +44,29 @@ from nexus_agent.agent.events import (
     ToolResultEvent,
     ToolSkippedEvent,
 )
-from nexus_agent.agent.history import Conversation, Turn, carries_nothing, surrogate
+from nexus_agent.agent.history import Call, Conversation, Turn, carries_nothing, surrogate
 from nexus_agent.agent.policy import Ask, Refuse, Skip, decide
 from nexus_agent.agent.policy import needs_confirmation as needs_confirmation  # re-exported: tests import it here
 from nexus_agent.agent.prompts import (
+    LATER_STEP,
     NO_TOOL,
+    NOTHING_CHANGED,
     SYSTEM_CHAT,
     SYSTEM_MAIN,
     TOOL_DATA,
     TOOL_DONE,
     TOOL_EMPTY,
     TOOL_ERROR,
+    TOOL_STEP,
+    TOOL_STEPS,
+    call_note,
 )
-from nexus_agent.agent.view import MAX_ITEMS, answer_view, whole
+from nexus_agent.agent.view import MAX_ITEMS, answer_view, step_view, whole
 from nexus_agent.backend import Backend
 from nexus_agent.engine import CHAT, MAIN
 from nexus_agent.registry import Tool
-from nexus_agent.routing.followup import PreviousTurn
+from nexus_agent.routing.followup import CallSoFar, PreviousTurn, asks_for_change
+from nexus_agent.routing.rerank.llm_choice import RESULT_CHARS as CALL_CHARS
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +87,10 @@ class TurnRouter(Protocol):
     def route_turn(
         self, query: str, window: list[dict[str, str]], previous: PreviousTurn | None = None
     ) -> RouteOutcome: ...
+
+    def next_step(self, query: str, window: list[dict[str, str]], calls: Sequence[CallSoFar]) -> RouteOutcome:
+        """After ``calls`` (this turn's calls so far, compact): the next tool, or decision ``done`` (tool None)."""
+        ...
 
     def warm(self) -> None:
         """Load (or decode once) routing's stable prompt heads, before the first request needs them."""
@@ -130,11 +143,13 @@ class TurnDeps:
     full_trace: bool = False
     compact: bool = True  # answers read a compact view of the tool output (agent/view.py); False: the whole output
     max_items: int = MAX_ITEMS  # rows of a listed result the answer reads
+    max_steps: int = 1  # calls one request may make (the agent loop; 1: one call, answered at once)
 
 
 def run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit) -> None:
     """Run one turn, emitting events. The conversation gains a ``Turn`` only if the turn completes, or if it is
-    cancelled after its tool ran. Raises :class:`TurnCancelled` when ``deps.cancelled()`` turns true."""
+    cancelled after a tool ran (then with every call that ran). Raises :class:`TurnCancelled` when
+    ``deps.cancelled()`` turns true."""
 
     def send(ev: Event) -> None:
         check()
@@ -153,6 +168,37 @@ def run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit) -> N
             turn.answer = ("".join(partial).strip() + " …(interrupted)").strip()
             convo.turns.append(turn)
         raise
+
+
+@dataclass(frozen=True)
+class _Step:
+    """A call that ran in this turn: ``text`` is its whole output."""
+
+    qualified: str
+    tool: Tool
+    arguments: dict[str, Any]
+    text: str
+    is_error: bool
+    may_write: bool
+
+    @property
+    def writes(self) -> bool:
+        """A tool that may write, and it succeeded."""
+        return self.may_write and not self.is_error
+
+
+@dataclass(frozen=True)
+class _Halt:
+    """A step whose tool did not run. ``stage``: ``skip`` (the policy's Skip, already reported), ``repeat`` (the
+    same call again), or where it failed (route, arguments, confirm, tool)."""
+
+    stage: str
+    message: str
+    name: str = ""
+    server: str = ""
+    # a write refused for an identifier nobody gave: the arguments it was written with (a later step may look the
+    # object up first)
+    refused: dict[str, Any] | None = None
 
 
 def _run_turn(
@@ -181,29 +227,13 @@ def _run_turn(
                 latency_ms=route.latency_ms,
             )
         )
-        used = _use_tool(deps, route, request, history, emit, check, turn) if route.tool is not None else _WITHOUT_TOOL
-        if used is None:
-            return
-        if used is _WITHOUT_TOOL and deps.full_trace:
-            # A budgeted lane holds the whole trace under SYSTEM_MAIN: answering there keeps it one growing prompt.
-            messages = [
-                {"role": "system", "content": SYSTEM_MAIN},
-                *history,
-                {"role": "user", "content": NO_TOOL.format(request=request)},
-            ]
-            seq = deps.lane
-        elif used is _WITHOUT_TOOL:
-            # No tool: answer in the CHAT lane under the system prompt without the JSON-argument rules (see
-            # prompts.NO_TOOL), so the conversation's lane keeps its cached prefix for the next turn and the
-            # sidecar keeps the routing decision's head.
-            messages = [
-                {"role": "system", "content": SYSTEM_CHAT},
-                *window,
-                {"role": "user", "content": NO_TOOL.format(request=request)},
-            ]
-            seq = CHAT
+        if route.tool is None:
+            messages, seq = _without_tool(deps, request, window, history)
         else:
-            messages, seq = used
+            loop = _loop(deps, route.tool, request, window, history, emit, check, turn)
+            if loop is None:
+                return
+            messages, seq = loop
 
         def on_token(text: str) -> None:
             partial.append(text)
@@ -223,78 +253,224 @@ def _run_turn(
             log.warning("compiling tool blocks after the turn failed: %s", e)
 
 
-# sentinel of _use_tool: answer the request without a tool (compared by identity)
-_WITHOUT_TOOL: Final[tuple[list[dict[str, str]], int]] = ([], CHAT)
+def _without_tool(
+    deps: TurnDeps, request: str, window: list[dict[str, str]], history: list[dict[str, str]]
+) -> tuple[list[dict[str, str]], int]:
+    """The answer prompt and lane of a request answered without a tool."""
+    if deps.full_trace:
+        # A budgeted lane holds the whole trace under SYSTEM_MAIN: answering there keeps it one growing prompt.
+        messages = [
+            {"role": "system", "content": SYSTEM_MAIN},
+            *history,
+            {"role": "user", "content": NO_TOOL.format(request=request)},
+        ]
+        return messages, deps.lane
+    # No tool: answer in the CHAT lane under the system prompt without the JSON-argument rules (see prompts.NO_TOOL),
+    # so the conversation's lane keeps its cached prefix for the next turn and the sidecar keeps the decision's head.
+    messages = [
+        {"role": "system", "content": SYSTEM_CHAT},
+        *window,
+        {"role": "user", "content": NO_TOOL.format(request=request)},
+    ]
+    return messages, CHAT
 
 
-def _use_tool(
+def _loop(
     deps: TurnDeps,
-    route: RouteOutcome,
+    first: str,
     request: str,
     window: list[dict[str, str]],
+    history: list[dict[str, str]],
     emit: Emit,
     check: Callable[[], None],
     turn: Turn,
 ) -> tuple[list[dict[str, str]], int] | None:
-    """Write arguments for ``route.tool``, hold or run it, and build the answer prompt: (messages, sequence), or
-    None when the turn stops here (an error was emitted), or ``_WITHOUT_TOOL``."""
-    assert route.tool is not None
-    tool = deps.tools().get(route.tool)
-    if tool is None:
-        emit(ErrorEvent(stage="route", message=f"routed to {route.tool}, which is no longer offered"))
+    """The agent loop from the routed tool ``first``: call, then decide between another call and the answer, up to
+    ``deps.max_steps`` calls. Returns the answer prompt and lane, or None when the turn ends with an error (only at
+    step 1: a later step that cannot run ends the loop, and the answer reports the calls that ran)."""
+    steps: list[_Step] = []
+    tried: list[CallSoFar] = []  # what the next-step decision reads: the calls that ran, and a refused first one
+    note = ""
+    qualified, step = first, 1
+    while True:
+        got = _call_step(deps, qualified, request, history, steps, step, emit, check)
+        if isinstance(got, _Halt) and step == 1:
+            if got.stage == "skip":
+                return _without_tool(deps, request, window, history)
+            if got.refused is None or deps.max_steps == 1:
+                emit(ErrorEvent(stage=got.stage, message=got.message))
+                return None
+            # A write whose object nobody named ("close the issue about X"): the next step may look it up first.
+            # If the decision says done, the turn ends with the refusal, as with one step.
+            tried.append(CallSoFar(qualified, got.refused, f"not run: {got.message}", failed=True, ran=False))
+            nxt = _next(deps, request, window, tried)
+            if nxt is None or nxt.tool is None:
+                emit(ErrorEvent(stage=got.stage, message=got.message))
+                return None
+            emit(ToolSkippedEvent(name=got.name, server=got.server, reason=got.message, step=step))
+            step += 1
+            _emit_route(emit, nxt, step)
+            qualified = nxt.tool
+            continue
+        if isinstance(got, _Halt):
+            if got.stage != "skip":  # the policy's Skip was reported by _call_step
+                emit(ToolSkippedEvent(name=got.name or qualified, server=got.server, reason=got.message, step=step))
+            note = f"(Step {step} was not run: {got.message}.)\n"
+            break
+        steps.append(got)
+        tried.append(
+            CallSoFar(got.qualified, got.arguments, step_view(got.text, request, CALL_CHARS), got.is_error, got.writes)
+        )
+        _record(turn, got)
+        if step >= deps.max_steps:
+            if deps.max_steps > 1:
+                note = f"(I stopped after {step} calls, the most one request may make.)\n"
+            break
+        check()
+        nxt = _next(deps, request, window, tried)
+        if nxt is None:
+            break
+        step += 1
+        _emit_route(emit, nxt, step)
+        if nxt.tool is None:
+            break
+        qualified = nxt.tool
+    return _answer_prompt(deps, request, history, steps, note), deps.lane
+
+
+def _next(deps: TurnDeps, request: str, window: list[dict[str, str]], tried: list[CallSoFar]) -> RouteOutcome | None:
+    """The next-step decision; None when it failed (the calls that ran are answered anyway)."""
+    try:
+        return deps.router.next_step(request, window, tried)
+    except Exception as e:
+        log.warning("the next-step decision failed: %s", e)
         return None
+
+
+def _emit_route(emit: Emit, nxt: RouteOutcome, step: int) -> None:
+    emit(
+        RouteEvent(
+            decision=nxt.decision,
+            tool=nxt.tool,
+            candidates=[Candidate(name=n, score=s) for n, s in nxt.candidates],
+            latency_ms=nxt.latency_ms,
+            step=step,
+        )
+    )
+
+
+def _steps_note(request: str, steps: list[_Step]) -> str:
+    """The calls this turn made so far, as the next call's arguments read them (one line each, with a compact view
+    of the output: the value a later call needs, ids, numbers, names, URLs, SHAs, paths), then ``LATER_STEP``.
+    It goes into the argument request itself: in the history before it, a small model still wrote
+    ``issue_write {"method": "create", …}`` for "close that issue" after a search had found it."""
+    notes = [
+        call_note(s.tool.name, s.arguments) + (" FAILED: " if s.is_error else " → ") + step_view(s.text, request)
+        for s in steps
+    ]
+    return "\n".join(["Calls made so far:", *notes, LATER_STEP])
+
+
+def _record(turn: Turn, step: _Step) -> None:
+    """Keep the call in the turn at once, so a cancelled turn still shows every call that ran."""
+    if turn.tool is not None:
+        turn.earlier.append(Call(turn.tool, turn.arguments or {}, turn.tool_result or ""))
+    turn.tool, turn.arguments, turn.tool_result = step.qualified, step.arguments, surrogate(step.text)
+
+
+def _call_step(
+    deps: TurnDeps,
+    qualified: str,
+    request: str,
+    history: list[dict[str, str]],
+    steps: list[_Step],
+    step: int,
+    emit: Emit,
+    check: Callable[[], None],
+) -> _Step | _Halt:
+    """Write arguments for ``qualified``, hold or run it: the call that ran, or why it did not (``_Halt``)."""
+    tool = deps.tools().get(qualified)
+    if tool is None:
+        return _Halt("route", f"routed to {qualified}, which is no longer offered")
     check()
     try:
-        result = ArgumentWriter(deps.backend, lane=deps.lane).write(tool, request, window)
+        note = _steps_note(request, steps) if steps else None
+        result = ArgumentWriter(deps.backend, lane=deps.lane).write(tool, request, history, note=note)
     except Exception as e:  # the engine failed (a remote server down, a full context): the turn ends here
-        emit(ErrorEvent(stage="arguments", message=f"argument writing for {tool.name} failed: {e}"))
-        return None
+        return _Halt("arguments", f"argument writing for {tool.name} failed: {e}", tool.name, tool.server)
     if result.arguments is None:
-        emit(
-            ErrorEvent(
-                stage="arguments",
-                message=f"could not write valid arguments for {tool.name}: {result.schema_error}",
-            )
-        )
-        return None
+        why = f"could not write valid arguments for {tool.name}: {result.schema_error}"
+        return _Halt("arguments", why, tool.name, tool.server)
     args = result.arguments
-    annotations = deps.annotations(route.tool)
-    decision = decide(tool, annotations, args, request, window, deps.auto_yes)
+    if any(s.qualified == qualified and s.arguments == args for s in steps):
+        why = f"it would call {tool.name} again with the same arguments, so the loop stopped"
+        return _Halt("repeat", why, tool.name, tool.server)
+    annotations = deps.annotations(qualified)
+    results = [s.text for s in steps]
+    seen = [*history, {"role": "assistant", "content": note}] if note else history
+    decision = decide(tool, annotations, args, request, seen, deps.auto_yes, results)
     if isinstance(decision, Skip):
         # the route event still names the tool; this says why it was not used
-        emit(ToolSkippedEvent(name=tool.name, server=tool.server, reason=decision.reason))
-        return _WITHOUT_TOOL
+        emit(ToolSkippedEvent(name=tool.name, server=tool.server, reason=decision.reason, step=step))
+        return _Halt("skip", decision.reason, tool.name, tool.server)
     if isinstance(decision, Refuse):
-        emit(ErrorEvent(stage="arguments", message=decision.reason))
-        return None
+        return _Halt("arguments", decision.reason, tool.name, tool.server, refused=args)
     confirmed = True
     if isinstance(decision, Ask):
-        confirmed = bool(deps.confirm and deps.confirm(route.tool, args, annotations))
-    emit(ToolCallEvent(name=tool.name, server=tool.server, arguments=args, confirmed=confirmed))
+        confirmed = bool(deps.confirm and deps.confirm(qualified, args, annotations))
+    emit(ToolCallEvent(name=tool.name, server=tool.server, arguments=args, confirmed=confirmed, step=step))
     if isinstance(decision, Ask) and not confirmed:
-        emit(ErrorEvent(stage="confirm", message=decision.refusal))
-        return None
+        return _Halt("confirm", decision.refusal, tool.name, tool.server)
     check()
     try:
-        out = deps.call_tool(route.tool, args)
+        out = deps.call_tool(qualified, args)
     except Exception as e:
-        emit(ErrorEvent(stage="tool", message=f"{tool.name} failed: {e}"))
-        return None
-    short = surrogate(out.text)
-    turn.tool, turn.arguments, turn.tool_result = route.tool, args, short
-    emit(ToolResultEvent(name=tool.name, is_error=out.is_error, text=short, chars=len(out.text)))
-    # the answer reads a compact view of the output (agent/view.py), the whole of it for an error or on demand
-    data = whole(out.text) if out.is_error or not deps.compact else answer_view(out.text, request, deps.max_items).text
+        if step == 1:
+            return _Halt("tool", f"{tool.name} failed: {e}", tool.name, tool.server)
+        out = CallResult(f"{tool.name} failed: {e}", True)  # seen by the next decision like an error result
+    emit(
+        ToolResultEvent(name=tool.name, is_error=out.is_error, text=surrogate(out.text), chars=len(out.text), step=step)
+    )
+    return _Step(qualified, tool, args, out.text, out.is_error, decision.may_write)
+
+
+def _answer_prompt(
+    deps: TurnDeps, request: str, history: list[dict[str, str]], steps: list[_Step], note: str
+) -> list[dict[str, str]]:
+    """The answer's chat: one call answered as before the loop (a template for a write, a read, an empty read, an
+    error); several, a loop that stopped early, or a request for a change that no call made, from the list of calls
+    that ran, and only those (with ``NOTHING_CHANGED`` for the last)."""
+    if asks_for_change(request) and not any(s.writes for s in steps):
+        note += NOTHING_CHANGED
+    if len(steps) == 1 and not note:
+        answer = _one_call(deps, request, steps[0])
+    else:
+        calls = "".join(
+            TOOL_STEP.format(
+                n=i,
+                tool=s.tool.name,
+                args=json.dumps(s.arguments, ensure_ascii=False),
+                outcome="FAILED" if s.is_error else "done" if s.may_write else "returned",
+                data=_data(deps, request, s),
+            )
+            for i, s in enumerate(steps, 1)
+        )
+        answer = TOOL_STEPS.format(request=request, calls=calls or "(none)\n", note=note)
+    return [{"role": "system", "content": SYSTEM_MAIN}, *history, {"role": "user", "content": answer}]
+
+
+def _data(deps: TurnDeps, request: str, s: _Step) -> str:
+    """What the answer reads of a call's output: a compact view (agent/view.py), the whole of it for an error or
+    on demand."""
+    if s.is_error or not deps.compact:
+        return whole(s.text)
+    return answer_view(s.text, request, deps.max_items).text
+
+
+def _one_call(deps: TurnDeps, request: str, s: _Step) -> str:
     # a write's empty output is its success; a read's means it found nothing, which answers nothing
     template = (
-        TOOL_ERROR
-        if out.is_error
-        else TOOL_DONE
-        if decision.may_write
-        else TOOL_EMPTY
-        if carries_nothing(out.text)
-        else TOOL_DATA
+        TOOL_ERROR if s.is_error else TOOL_DONE if s.may_write else TOOL_EMPTY if carries_nothing(s.text) else TOOL_DATA
     )
-    answer = template.format(tool=tool.name, args=json.dumps(args, ensure_ascii=False), data=data, request=request)
-    messages = [{"role": "system", "content": SYSTEM_MAIN}, *window, {"role": "user", "content": answer}]
-    return messages, deps.lane
+    args = json.dumps(s.arguments, ensure_ascii=False)
+    return template.format(tool=s.tool.name, args=args, data=_data(deps, request, s), request=request)

@@ -123,6 +123,26 @@ def answer_view(text: str, request: str, max_items: int = MAX_ITEMS) -> View:
     return View(whole(head + ":\n" + "\n".join(lines)), full=False, items=len(shown), total=len(rows))
 
 
+STEP_ITEMS = 8  # rows of a listed result the next-step decision and the next arguments read
+
+
+def step_view(text: str, request: str, limit: int = 1500) -> str:
+    """What the next step of the agent loop reads of an earlier result: the compact view with links kept (ids,
+    numbers, names, URLs, SHAs, paths), at most ``STEP_ITEMS`` rows and ``limit`` characters."""
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, ValueError):
+        return whole(text, limit)  # a file, a diff: its content is what a later step quotes
+    asked = words(request) | {"url", "link"}  # identifying links are kept, bodies stay out
+    rows, _ = _rows(data)
+    if rows is None:
+        shown: Any = _object(data, asked, single=True) if isinstance(data, dict) else data
+        return whole(_dump(shown), limit)
+    head = f"{len(rows)} items" + (f" (the first {STEP_ITEMS} shown)" if len(rows) > STEP_ITEMS else "")
+    lines = [_dump(_object(r, asked) if isinstance(r, dict) else r) for r in rows[:STEP_ITEMS]]
+    return whole(head + ":\n" + "\n".join(lines), limit)
+
+
 def _rows(data: Any) -> tuple[list[Any] | None, dict[str, Any] | None]:
     """The list a listing returns (bare, or wrapped as ``{"issues": [...], "totalCount": 3}``) and its wrapper."""
     if isinstance(data, list):

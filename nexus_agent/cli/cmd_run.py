@@ -17,6 +17,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from nexus_agent import defaults
 from nexus_agent.agent.view import AnswerView
 from nexus_agent.cli.cmd_route import RELEVANCE_DEFAULT, SPLICE_DEFAULT, RelevanceOpt, SpliceOpt
 from nexus_agent.kv.policies import EVICT_CHOICES, POLICIES, check_evict
@@ -345,6 +346,14 @@ def run(
         help="compact: answers read the tool output's identifying and requested fields; full: the whole output",
     ),
     answer_items: int = typer.Option(20, "--answer-items", min=1, help="rows of a listed result the answer reads"),
+    max_steps: int = typer.Option(
+        defaults.MAX_STEPS,
+        "--max-steps",
+        min=1,
+        max=16,
+        help="tool calls one request may make: after each result the agent decides between another call and the "
+        "answer (1: one call)",
+    ),
 ) -> None:
     """Run the agent against MCP servers."""
     from nexus_agent.agent.api import AgentConfig
@@ -371,6 +380,7 @@ def run(
             head_cache=head_cache,
             answer_view=answer_view,
             answer_items=answer_items,
+            max_steps=max_steps,
         )
     except ValidationError as e:
         err = e.errors()[0]

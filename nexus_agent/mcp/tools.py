@@ -84,13 +84,25 @@ class ToolResult:
         return "\n".join(str(b.get("text", "")) for b in self.content if b.get("type") == "text")
 
     def readable(self, limit: int = 4000) -> str:
-        """What the model reads: the text blocks; without any, the structured result as JSON, else the content
-        blocks as JSON (at most ``limit`` characters; base64 images are long). A result with structured content
-        and no text block is not an empty result."""
-        if self.text:
-            return self.text
+        """What the model reads: the text blocks and the text of embedded resources, in order (a GitHub server
+        returns a file's content as a resource after a one-line text block); without any, the structured result as
+        JSON, else the content blocks as JSON (at most ``limit`` characters; base64 images are long). A result with
+        structured content and no text block is not an empty result."""
+        parts = [_block_text(b) for b in self.content]
+        if any(parts):
+            return "\n".join(p for p in parts if p)
         other = self.structured if self.structured is not None else list(self.content)
         return json.dumps(other, ensure_ascii=False)[:limit]
+
+
+def _block_text(block: Mapping[str, Any]) -> str:
+    """A content block's text: a text block's, or an embedded text resource's (a binary one has none)."""
+    if block.get("type") == "text":
+        return str(block.get("text", ""))
+    resource = block.get("resource") if block.get("type") == "resource" else None
+    if isinstance(resource, Mapping) and isinstance(resource.get("text"), str):
+        return str(resource["text"])
+    return ""
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,49 @@ class PreviousTurn:
     tool: str
 
 
+@dataclass(frozen=True)
+class CallSoFar:
+    """A call already made for the current request, as the next-step decision reads it: the tool's qualified name,
+    its arguments, a compact form of its output (ids, numbers, names, URLs, SHAs and paths kept) and whether it
+    failed."""
+
+    tool: str
+    arguments: Mapping[str, Any]
+    result: str
+    failed: bool = False
+    wrote: bool = False  # a tool that may write, and it succeeded
+    ran: bool = True  # False: refused before it ran (an identifier nobody gave), so a lookup may make it possible
+
+
+# Verbs of a change, in the base form a request for one uses ("close that issue", "can you assign …"): a request
+# without one asks to be told something, and a successful read is then its last call (the next-step decision is not
+# asked). "closed issues?" and "the most comments" are no request for a change; "open" counts only before an article
+# ("open an issue", not "the open PRs").
+_CHANGE = re.compile(
+    r"\b(?:close|reopen|assign|unassign|comment|label|tag|create|add|update|change|edit|rename|move|delete|remove|"
+    r"merge|squash|write|fix|replace|commit|stage|unstage|check\s+out|checkout|switch|bump|mark|ping|make|put|set|"
+    r"give|start|leave|tick|approve|post|send|reply|star|unstar|fork|push|upload|archive|notify|submit|cancel|lock|"
+    r"unlock|reset|revert|restore|append|insert|copy|open\s+(?:an?|the|new)|let\s+\w+\s+know)\b",
+    re.IGNORECASE,
+)
+
+
+# A step after a change that a request asks for: "… and then show me", "confirm it shows up", "make sure …".
+_CHECK = re.compile(r"\b(?:then|confirm|verify|make\s+sure|show\s+me)\b", re.IGNORECASE)
+
+
+def asks_for_change(query: str) -> bool:
+    """Whether ``query`` asks for something to be changed (a verb of ``_CHANGE``), not only to be told."""
+    return bool(_CHANGE.search(query))
+
+
+def steps_named(query: str) -> int:
+    """How many changes and checks ``query`` names (0: it asks to be told something). Once as many writes have
+    succeeded, the request is carried out without asking the next-step decision."""
+    changes = len(_CHANGE.findall(query))
+    return changes + len(_CHECK.findall(query)) if changes else 0
+
+
 # Words that only make sense against something said before: pronouns and demonstratives, ordinals and relative
 # positions ("the second one", "the ones before"), repetition and reversal ("the same", "again", "undo", "put it
 # back"). "one"/"ones" cover "the critical one". Measured on the dialogues' standalone-style requests as well: a cue

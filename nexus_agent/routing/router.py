@@ -30,12 +30,14 @@ from nexus_agent.routing.calibration import Calibration
 from nexus_agent.routing.embedders import create_embedder
 from nexus_agent.routing.embedders.base import Embedder
 from nexus_agent.routing.followup import (
+    CallSoFar,
     PreviousTurn,
     context_text,
     leans_on,
     names_own_object,
     resolve_name,
     siblings,
+    steps_named,
     user_turns,
 )
 from nexus_agent.routing.index import F32, ToolIndex
@@ -61,7 +63,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-Decision = Literal["auto", "escalated", "no-tool"]
+# "done": the next-step decision (:meth:`Router.next_step`) found the request carried out
+Decision = Literal["auto", "escalated", "no-tool", "done"]
+# candidates the next-step decision lists: fewer than a first decision's, since a request one call answers pays for
+# this decision too (docs/agent-loop.md)
+NEXT_STEP_POOL = 6
 
 
 @dataclass
@@ -399,6 +405,52 @@ class Router:
         decision = "escalated" if choice is not None else "no-tool"
         ms = (time.perf_counter() - t0) * 1e3
         return RouteResult(pool, decision, choice, margin, ms, res.scores, True, ex_sim, decision_ms, odds, judge_ms)
+
+    def next_step(
+        self, query: str, history: Sequence[dict[str, str]], calls: Sequence[CallSoFar], pool_size: int = NEXT_STEP_POOL
+    ) -> RouteResult:
+        """After ``calls`` (the calls made so far for ``query``, in this turn): the next tool, or decision ``done``
+        (tool None). The follow-up machinery over the last call: context retrieval and the prior on that tool and
+        its siblings, which join the pool; then the LLM decision, with ``done`` in place of ``none``. Without an
+        LLM decision a request gets one call.
+
+        Not asked (done at once), when the last call did not fail: a request that asks for no change once its
+        reads succeeded, and a request with as many successful writes as the changes and checks it names
+        (:func:`steps_named`), so a request one call answers pays nothing for the loop. A write that succeeded is
+        not offered again: the same write twice in one request was, when measured, a loop creating issue after
+        issue. After a call that ran and failed, only tools declared read-only are offered. A first call refused
+        for an identifier nobody gave comes as a failed call that did not run: the decision may look the object up
+        first, and the write stays on offer."""
+        t0 = time.perf_counter()
+        last = calls[-1]
+        # not offered again: a write that succeeded, and a tool whose call failed (measured: offered again, the
+        # small model wrote the same arguments, and the repeated call only ended the loop)
+        wrote = {c.tool for c in calls if c.wrote or (c.failed and c.ran)}
+        if not last.failed and sum(c.wrote for c in calls) >= steps_named(query):
+            return RouteResult([], "done", None, 0.0, (time.perf_counter() - t0) * 1e3)
+        with self.lock:
+            self.calibration.ensure()
+            previous = PreviousTurn(query, last.tool) if last.tool in self.tools else None
+            qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand))
+            cands = self.retrieve(query, qvec=qvec, previous=previous, history=history)
+            cands = [c for c in cands if c.key not in wrote]
+            if any(c.failed and c.ran for c in calls):
+                # after a call that ran and failed, only tools that declare themselves read-only: measured, a failed
+                # create_branch was followed under --yes by create_or_update_file and create_repository, writes to
+                # objects the request never named; a lookup may still explain the failure, and the answer reports it
+                cands = [c for c in cands if self.tools[c.key].read_only_hint is True]
+            pool = cands[:pool_size]
+            if previous is not None and previous.tool not in wrote and cands:
+                pool = self._keep_related(pool, cands, previous)
+            pool_tools = [self.tools[c.key] for c in pool]
+        if self.reranker is None or not pool:
+            return RouteResult(pool, "done", None, 0.0, (time.perf_counter() - t0) * 1e3)
+        t_decide = time.perf_counter()
+        res = self.reranker.next_step(query, pool_tools, calls)
+        decision_ms = (time.perf_counter() - t_decide) * 1e3
+        ms = (time.perf_counter() - t0) * 1e3
+        decision: Decision = "escalated" if res.choice is not None else "done"
+        return RouteResult(pool, decision, res.choice, 0.0, ms, res.scores, True, decision_ms=decision_ms)
 
     def _retrieve_for(
         self,

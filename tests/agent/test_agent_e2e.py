@@ -36,7 +36,9 @@ def config_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def agent(config_file: Path) -> SyncNexusAgent:
     confirmations: list[str] = []
     a = SyncNexusAgent(
-        AgentConfig(model="qwen0.5b", config_file=config_file, n_ctx=4096),
+        # one call per request: these tests pin the single-call rules; the loop's are in test_loop.py and
+        # bench/multistep.py (with a loop, the refused comment below may be followed by a lookup)
+        AgentConfig(model="qwen0.5b", config_file=config_file, n_ctx=4096, max_steps=1),
         confirm=lambda name, args, ann: confirmations.append(name) is not None and False,
     )
     a.confirmations = confirmations  # type: ignore[attr-defined]

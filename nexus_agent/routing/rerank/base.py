@@ -14,7 +14,7 @@ from typing import ClassVar, TypeVar
 
 from nexus_agent.backend import Decider
 from nexus_agent.registry import Tool
-from nexus_agent.routing.followup import PreviousTurn
+from nexus_agent.routing.followup import CallSoFar, PreviousTurn
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,11 @@ class Reranker(ABC):
     ) -> RerankResult:
         """Score ``candidates`` for ``query``. ``previous``: the request is a follow-up of that tool turn
         (``routing/followup.py``); a reranker may use it or not."""
+
+    def next_step(self, query: str, candidates: Sequence[Tool], calls: Sequence[CallSoFar]) -> RerankResult:
+        """After ``calls`` (this request's calls so far): the next tool among ``candidates``, or ``choice`` None when
+        the request is done. Without a model to ask, one call is all a request gets."""
+        return RerankResult(scores=[], choice=None)
 
 
 R = TypeVar("R", bound=type[Reranker])

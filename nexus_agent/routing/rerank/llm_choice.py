@@ -10,15 +10,17 @@ decision itself is the constrained greedy decode.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from nexus_agent.backend import SIDECAR, Decider
 from nexus_agent.registry import Tool
-from nexus_agent.routing.followup import PreviousTurn
+from nexus_agent.routing.followup import CallSoFar, PreviousTurn
 from nexus_agent.routing.rerank.base import Reranker, RerankResult, history_text, register_reranker
 from nexus_agent.signature import SignatureOptions, signature
 
 NONE = "none"
+DONE = "done"  # the next-step decision's "no further call"
 # Name and description only: as accurate as typed parameters at half the prompt
 # (docs/measurements.md#final-decision).
 _SIG = SignatureOptions(max_params=0, tool_desc_chars=120)  # no parameter shown: enum/nesting limits are moot
@@ -123,6 +125,40 @@ def decision_prompt(
     return display_names(candidates), build_messages(query, candidates, history, n_messages, previous)
 
 
+# The next-step question, after the calls so far (the system message is the decision's, so its head stays warm).
+NEXT_STEP = (
+    "Pick the tool for the next call only if the request still needs one: a change it asks for that no call above "
+    "made yet (a search only finds the object; the change is still to be made), or a lookup that change needs. "
+    f"If the calls above already did or answered everything the request asks, answer {DONE}. A failed call may be "
+    "tried again with another tool."
+)
+RESULT_CHARS = 400  # of each earlier call's compact result, in the next-step prompt
+
+
+def calls_text(calls: Sequence[CallSoFar]) -> str:
+    """The calls so far, one numbered line each: tool, arguments, and the compact result (or the failure)."""
+    lines = []
+    for i, c in enumerate(calls, 1):
+        name = c.tool.split("__", 1)[-1]
+        args = json.dumps(dict(c.arguments), ensure_ascii=False, separators=(",", ":"))
+        res = c.result if len(c.result) <= RESULT_CHARS else c.result[:RESULT_CHARS] + " …"
+        outcome = "NOT RUN: " if not c.ran else "FAILED: " if c.failed else "done: " if c.wrote else ""
+        lines.append(f"{i}. {name} {args} → {outcome}{res}")
+    return "\n".join(lines)
+
+
+def next_step_messages(query: str, candidates: Sequence[Tool], calls: Sequence[CallSoFar]) -> list[dict[str, str]]:
+    """The next-step decision's chat: the decision's system message, the list with ``done`` instead of ``none``,
+    the request, the calls so far and the question."""
+    lines = [line[:-1] for line in candidate_lines(candidates)]
+    lines.append(f"- {DONE} — the request is fully carried out")
+    user = (
+        "Tools:\n" + "\n".join(lines) + f"\n\nRequest: {query}\n\nCalls made for it so far:\n{calls_text(calls)}\n\n"
+        f"{NEXT_STEP}\nWhich tool next?"
+    )
+    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
+
+
 @register_reranker("llm-choice")
 class LLMChoiceReranker(Reranker):
     """The decision on ``decider``, in the ``SIDECAR`` lane (its head stays warm there between turns)."""
@@ -153,4 +189,13 @@ class LLMChoiceReranker(Reranker):
         # a server's unconstrained reply that names no candidate: retrieval's pick stands
         picked = res.name if res.name is not None else (names[0] if names else NONE)
         choice = None if picked == NONE else candidates[names.index(picked)].qualified_name
+        return RerankResult(scores=res.scores[: len(names)], choice=choice, n_prompt_tokens=res.n_prompt_tokens)
+
+    def next_step(self, query: str, candidates: Sequence[Tool], calls: Sequence[CallSoFar]) -> RerankResult:
+        names = display_names(candidates)
+        messages = next_step_messages(query, candidates, calls)
+        self.warm()
+        res = self._ask.choose(messages, [*names, DONE], lane=SIDECAR, stable=candidate_lines(candidates))
+        picked = res.name if res.name is not None else DONE  # a server's reply that names nothing: stop
+        choice = None if picked == DONE else candidates[names.index(picked)].qualified_name
         return RerankResult(scores=res.scores[: len(names)], choice=choice, n_prompt_tokens=res.n_prompt_tokens)

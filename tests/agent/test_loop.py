@@ -1,0 +1,423 @@
+"""The agent loop (issue 44) on the tiny model: routing and arguments scripted, so each test pins one rule of the loop
+(step numbers, the step budget, a repeated call, values taken from an earlier result, failures and cancellation);
+the answer is generated for real."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from nexus_agent.agent.args import ArgumentWriter
+from nexus_agent.agent.events import Event
+from nexus_agent.agent.grounding import result_identifiers, ungrounded_identifiers
+from nexus_agent.agent.history import Conversation
+from nexus_agent.agent.routing_adapter import AgentRouter
+from nexus_agent.agent.turn import CallResult, RouteOutcome, TurnCancelled, TurnDeps, run_turn
+from nexus_agent.backend import LocalBackend
+from nexus_agent.engine import Engine, EngineConfig
+from nexus_agent.registry import Tool, load_registry
+from nexus_agent.routing.followup import CallSoFar, PreviousTurn, asks_for_change, steps_named
+from nexus_agent.routing.options import RouterOptions
+from nexus_agent.routing.router import NEXT_STEP_POOL
+
+SEARCH = "github__search_issues"
+COMMENT = "github__add_issue_comment"
+LIST = "github__list_issues"
+FOUND = json.dumps(
+    {
+        "total_count": 1,
+        "items": [
+            {
+                "number": 2,
+                "title": "API rate limiting",
+                "state": "open",
+                "html_url": "https://github.com/acme/api/issues/2",
+                "body": "x" * 2000,
+            }
+        ],
+    }
+)
+REQUEST = "Leave a comment 'Handled in #5' on the acme/api issue about rate limiting."
+
+
+@pytest.fixture(scope="module")
+def tools(registry_dir: Path) -> dict[str, Tool]:
+    return {t.qualified_name: t for t in load_registry(registry_dir).profile("github_default")}
+
+
+@pytest.fixture(scope="module")
+def engine() -> Engine:
+    eng = Engine(EngineConfig(model="tiny", n_ctx=4096, n_threads=1))
+    yield eng
+    eng.close()
+
+
+@pytest.fixture
+def chats(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The message lists the engine is asked to render, in order (the answer prompt is the last)."""
+    seen: list[Any] = []
+    real_chat = engine.tokenize_chat
+    monkeypatch.setattr(engine, "tokenize_chat", lambda m, *a, **k: seen.append(m) or real_chat(m, *a, **k))
+    return seen
+
+
+class _Script:
+    """Routes the request to ``first``, then each next step to the next of ``then`` (None or the end: done)."""
+
+    def __init__(self, first: str, then: Sequence[str | None]) -> None:
+        self.first, self.then = first, list(then)
+        self.seen: list[list[CallSoFar]] = []  # what each next-step decision was shown
+
+    def route_turn(
+        self, query: str, window: list[dict[str, str]], previous: PreviousTurn | None = None
+    ) -> RouteOutcome:
+        return RouteOutcome("auto", self.first, [(self.first, 1.0)], 0.0)
+
+    def next_step(self, query: str, window: list[dict[str, str]], calls: Sequence[CallSoFar]) -> RouteOutcome:
+        self.seen.append(list(calls))
+        tool = self.then.pop(0) if self.then else None
+        return RouteOutcome("escalated" if tool else "done", tool, [], 0.0)
+
+    def warm(self) -> None:
+        pass
+
+    def after_turn(self) -> None:
+        pass
+
+    def apply_diff(self, changed: list[Tool], removed: list[str]) -> None:
+        pass
+
+
+def _write_args(monkeypatch: pytest.MonkeyPatch, by_tool: Callable[[str], dict[str, Any]]) -> None:
+    """Argument writing returns ``by_tool(tool name)`` (the tiny model cannot write these)."""
+    monkeypatch.setattr(
+        ArgumentWriter,
+        "write",
+        lambda self, tool, *a, **k: SimpleNamespace(arguments=by_tool(tool.name), schema_error=None),
+    )
+
+
+def _deps(
+    engine: Engine,
+    router: _Script,
+    tools: dict[str, Tool],
+    calls: list[tuple[str, dict[str, Any]]],
+    results: dict[str, CallResult | Exception],
+    max_steps: int = 4,
+) -> TurnDeps:
+    def call_tool(name: str, args: dict[str, Any]) -> CallResult:
+        calls.append((name, args))
+        out = results[name]
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+    read_only = {"readOnlyHint": True}
+    annotations = {SEARCH: read_only, LIST: read_only}
+    return TurnDeps(
+        backend=LocalBackend(engine),
+        router=router,
+        tools=lambda: tools,
+        annotations=annotations.get,
+        call_tool=call_tool,
+        confirm=None,
+        auto_yes=True,
+        max_steps=max_steps,
+    )
+
+
+_ARGS = {
+    "search_issues": {"query": "rate limiting", "owner": "acme", "repo": "api"},
+    "add_issue_comment": {"owner": "acme", "repo": "api", "issue_number": 2, "body": "Handled in #5"},
+}
+
+
+def test_find_then_act_runs_both_steps_and_numbers_their_events(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch, chats: list[Any]
+) -> None:
+    _write_args(monkeypatch, lambda name: dict(_ARGS[name]))
+    router = _Script(SEARCH, [COMMENT])
+    calls: list[tuple[str, dict[str, Any]]] = []
+    results: dict[str, CallResult | Exception] = {SEARCH: CallResult(FOUND, False), COMMENT: CallResult("{}", False)}
+    convo = Conversation()
+    events: list[Event] = []
+    run_turn(_deps(engine, router, tools, calls, results), convo, REQUEST, events.append)
+    steps = [(e.type, getattr(e, "step", None)) for e in events if e.type not in ("token", "answer")]
+    assert steps == [
+        ("route", 1),
+        ("tool_call", 1),
+        ("tool_result", 1),
+        ("route", 2),
+        ("tool_call", 2),
+        ("tool_result", 2),
+        ("route", 3),
+    ], steps
+    assert events[-1].type == "answer"
+    assert [e.decision for e in events if e.type == "route"] == ["auto", "escalated", "done"]  # type: ignore[union-attr]
+    assert calls == [(SEARCH, _ARGS["search_issues"]), (COMMENT, _ARGS["add_issue_comment"])]
+    # the next decision saw the first call, compact: the number and title kept, the body left out
+    (first,) = router.seen[0]
+    assert first.tool == SEARCH and '"number": 2' in first.result and "x" * 100 not in first.result
+    # the answer is written from both calls, and the history keeps both
+    answer_prompt = chats[-1][-1]["content"]
+    assert "1. search_issues" in answer_prompt and "2. add_issue_comment" in answer_prompt
+    (turn,) = convo.turns
+    assert [c.tool for c in turn.calls()] == [SEARCH, COMMENT]
+    window = json.dumps(convo.window())
+    assert "used search_issues" in window and "used add_issue_comment" in window
+
+
+def test_the_step_budget_ends_the_loop(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch, chats: list[Any]
+) -> None:
+    pages = iter(range(1, 100))
+    _write_args(monkeypatch, lambda name: {"owner": "acme", "repo": "api", "page": next(pages)})
+    router = _Script(LIST, [LIST] * 10)  # the decision never says done
+    calls: list[tuple[str, dict[str, Any]]] = []
+    events: list[Event] = []
+    run_turn(
+        _deps(engine, router, tools, calls, {LIST: CallResult("[]", False)}, max_steps=2),
+        Conversation(),
+        "list every issue in acme/api",
+        events.append,
+    )
+    assert len(calls) == 2 and len(router.seen) == 1  # no decision after the last allowed call
+    assert max(getattr(e, "step", 0) for e in events) == 2
+    assert events[-1].type == "answer"
+    assert "stopped after 2 calls" in chats[-1][-1]["content"]
+
+
+def test_a_single_step_budget_makes_one_call_and_asks_no_next_step(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch, chats: list[Any]
+) -> None:
+    _write_args(monkeypatch, lambda name: dict(_ARGS[name]))
+    router = _Script(SEARCH, [COMMENT])
+    calls: list[tuple[str, dict[str, Any]]] = []
+    run_turn(
+        _deps(engine, router, tools, calls, {SEARCH: CallResult(FOUND, False)}, max_steps=1),
+        Conversation(),
+        REQUEST,
+        lambda e: None,
+    )
+    assert [c[0] for c in calls] == [SEARCH] and router.seen == []
+    # a change was asked and only a read ran: the answer is told that nothing changed (measured: "…has been closed")
+    assert "NOT changed" in chats[-1][-1]["content"]
+    run_turn(
+        _deps(engine, _Script(SEARCH, []), tools, calls, {SEARCH: CallResult(FOUND, False)}, max_steps=1),
+        Conversation(),
+        "which acme/api issues are about rate limiting?",
+        lambda e: None,
+    )
+    assert "I ran search_issues" in chats[-1][-1]["content"]  # a read answered by the single-call prompt, as before
+
+
+def test_a_repeated_identical_call_ends_the_loop_with_a_note(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch, chats: list[Any]
+) -> None:
+    _write_args(monkeypatch, lambda name: dict(_ARGS[name]))
+    router = _Script(SEARCH, [SEARCH, SEARCH])
+    calls: list[tuple[str, dict[str, Any]]] = []
+    convo = Conversation()
+    events: list[Event] = []
+    run_turn(_deps(engine, router, tools, calls, {SEARCH: CallResult(FOUND, False)}), convo, REQUEST, events.append)
+    assert calls == [(SEARCH, _ARGS["search_issues"])]
+    skipped = [e for e in events if e.type == "tool_skipped"]
+    assert len(skipped) == 1 and skipped[0].step == 2 and "same arguments" in skipped[0].reason  # type: ignore[union-attr]
+    assert events[-1].type == "answer" and not any(e.type == "error" for e in events)
+    assert "same arguments" in chats[-1][-1]["content"]
+    assert len(convo.turns) == 1 and convo.turns[0].tool == SEARCH
+
+
+def test_a_value_from_an_earlier_result_is_given_and_an_invented_one_is_refused(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch, chats: list[Any]
+) -> None:
+    request = "Leave a comment 'done' on the acme/api issue about rate limiting."
+    comment = {"owner": "acme", "repo": "api", "issue_number": 2, "body": "done"}
+    # the rule itself: 2 is returned by the search, 7 by nothing
+    tool = tools[COMMENT]
+    assert ungrounded_identifiers(tool, comment, request) == {"issue_number": 2}  # not in the request
+    assert ungrounded_identifiers(tool, comment, request, results=[FOUND]) == {}
+    assert ungrounded_identifiers(tool, {**comment, "issue_number": 7}, request, results=[FOUND]) == {"issue_number": 7}
+    assert result_identifiers([FOUND, "see #12 and issue 13"]) == {"2", "12"}
+    # several rows, or several #N: which one is not pinned down, so none is given
+    several = json.dumps([{"number": 2, "title": "a"}, {"number": 3, "title": "b"}])
+    assert result_identifiers([several, "see #12 and #13"]) == set()
+    assert result_identifiers([json.dumps({"number": 6, "head": {"sha": "abc"}, "id": 40})]) == {"6", "40"}
+    assert ungrounded_identifiers(tool, {**comment, "issue_number": 3}, request, results=[several]) == {
+        "issue_number": 3
+    }
+
+    for number, ran in ((2, True), (7, False)):
+        _write_args(monkeypatch, lambda name, n=number: {**comment, "issue_number": n} if "comment" in name else {})
+        calls: list[tuple[str, dict[str, Any]]] = []
+        events: list[Event] = []
+        results: dict[str, CallResult | Exception] = {
+            SEARCH: CallResult(FOUND, False),
+            COMMENT: CallResult("{}", False),
+        }
+        convo = Conversation()
+        run_turn(_deps(engine, _Script(SEARCH, [COMMENT]), tools, calls, results), convo, request, events.append)
+        assert [c[0] for c in calls] == ([SEARCH, COMMENT] if ran else [SEARCH]), number
+        assert events[-1].type == "answer"  # a later step that cannot run still gets an answer from what ran
+        if not ran:
+            skipped = next(e for e in events if e.type == "tool_skipped")
+            assert skipped.step == 2 and "issue_number" in skipped.reason  # type: ignore[union-attr]
+            assert "was not run" in chats[-1][-1]["content"] and "2. add_issue_comment" not in chats[-1][-1]["content"]
+            assert [c.tool for c in convo.turns[0].calls()] == [SEARCH]
+
+
+def test_a_failed_step_is_seen_by_the_next_decision(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_args(monkeypatch, lambda name: dict(_ARGS[name]))
+    router = _Script(SEARCH, [COMMENT, None])
+    calls: list[tuple[str, dict[str, Any]]] = []
+    results: dict[str, CallResult | Exception] = {
+        SEARCH: CallResult(FOUND, False),
+        COMMENT: RuntimeError("connection reset"),
+    }
+    convo = Conversation()
+    events: list[Event] = []
+    run_turn(_deps(engine, router, tools, calls, results), convo, REQUEST, events.append)
+    assert [c[0] for c in calls] == [SEARCH, COMMENT]
+    assert len(router.seen) == 2
+    failed = router.seen[1][1]
+    assert failed.tool == COMMENT and failed.failed and "connection reset" in failed.result
+    result = [e for e in events if e.type == "tool_result"][1]
+    assert result.is_error and result.step == 2  # type: ignore[union-attr]
+    assert events[-1].type == "answer"
+
+
+def test_cancelled_in_a_later_step_keeps_every_call_that_ran(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_args(monkeypatch, lambda name: dict(_ARGS[name]))
+    calls: list[tuple[str, dict[str, Any]]] = []
+    results: dict[str, CallResult | Exception] = {SEARCH: CallResult(FOUND, False), COMMENT: CallResult("{}", False)}
+    deps = _deps(engine, _Script(SEARCH, [COMMENT]), tools, calls, results)
+    events: list[Event] = []
+    stop = {"now": False}
+
+    def emit(ev: Event) -> None:
+        events.append(ev)
+        stop["now"] = stop["now"] or (ev.type == "tool_result" and ev.step == 2)
+
+    deps.cancelled = lambda: stop["now"]
+    convo = Conversation()
+    with pytest.raises(TurnCancelled):
+        run_turn(deps, convo, REQUEST, emit)
+    assert [c[0] for c in calls] == [SEARCH, COMMENT]
+    (turn,) = convo.turns
+    assert [c.tool for c in turn.calls()] == [SEARCH, COMMENT] and turn.answer.endswith("(interrupted)")
+
+
+class _Picks:
+    """A next-step decision that records the pool it was shown and picks its first tool."""
+
+    uses_llm = True
+    decider = None
+
+    def __init__(self) -> None:
+        self.pools: list[list[str]] = []
+
+    def next_step(self, query: str, candidates: Sequence[Tool], calls: Sequence[CallSoFar]) -> Any:
+        self.pools.append([t.qualified_name for t in candidates])
+        return SimpleNamespace(scores=[0.0] * len(candidates), choice=candidates[0].qualified_name)
+
+    def settle(self) -> None:
+        pass
+
+
+def test_next_step_routing_asks_only_when_a_change_is_asked_and_never_offers_a_write_again(
+    tools: dict[str, Tool],
+) -> None:
+    router = AgentRouter.create(list(tools.values()), RouterOptions(embedder="minilm"), None)
+    picks = _Picks()
+    router.router.reranker = picks  # type: ignore[assignment]
+    searched = [CallSoFar(SEARCH, {"query": "rate limiting"}, '{"number": 2}')]
+    # a request that asks for no change is done once its read succeeded: no decision asked
+    out = router.next_step("which acme/api issues mention rate limiting?", [], searched)
+    assert out.decision == "done" and out.tool is None and picks.pools == []
+    # a change is asked: the decision sees a pool with the last tool's siblings
+    out = router.next_step("close the acme/api issue about rate limiting", [], searched)
+    assert out.tool is not None and len(picks.pools) == 1 and len(picks.pools[0]) <= NEXT_STEP_POOL
+    # as many writes as the request names changes: done without asking
+    wrote = [*searched, CallSoFar(COMMENT, {"issue_number": 2}, "{}", wrote=True)]
+    out = router.next_step("comment 'done' on the acme/api issue about rate limiting", [], wrote)
+    assert out.decision == "done" and len(picks.pools) == 1
+    # one more change named: asked, and the write that succeeded is not offered again
+    router.next_step("comment 'done' on the acme/api issue about rate limiting, then close it", [], wrote)
+    assert len(picks.pools) == 2 and COMMENT not in picks.pools[-1] and picks.pools[-1]
+    # a failed call is decided on, even for a request that asks for no change
+    failed = [CallSoFar(SEARCH, {"query": "x"}, "boom", failed=True)]
+    router.next_step("which acme/api issues mention rate limiting?", [], failed)
+    assert len(picks.pools) == 3 and SEARCH not in picks.pools[-1]  # and the tool that failed is not offered again
+    # after a write that ran and failed, no tool that may write is offered: only declared reads
+    broke = [*searched, CallSoFar(COMMENT, {"issue_number": 2}, "boom", failed=True)]
+    router.next_step("comment 'done' on the acme/api issue about rate limiting, then close it", [], broke)
+    assert picks.pools[-1] and all(tools[k].read_only_hint is True for k in picks.pools[-1])
+    n_before = len(picks.pools)
+    # a write refused before it ran (a number nobody gave) is offered again once a lookup ran
+    refused = [CallSoFar(COMMENT, {"issue_number": 7}, "not run", failed=True, ran=False), *searched]
+    router.next_step("comment 'done' on the acme/api issue about rate limiting", [], refused)
+    assert len(picks.pools) == n_before + 1 and COMMENT in picks.pools[-1]
+    assert steps_named("close it") == 1 and steps_named("create it and then show me the list") == 3
+    assert steps_named("list the open pull requests") == 0
+
+
+@pytest.mark.parametrize(
+    ("request_text", "change"),
+    [
+        ("close that issue", True),
+        ("open an issue in acme/docs quoting the port", True),
+        ("let bob-kim know in a comment", True),
+        ("list the open pull requests in acme/api", False),
+        ("Who's assigned to issue 1 in acme/api?", False),
+        ("What's in notes/invoice.txt?", False),
+        ("which closed issues have the most comments?", False),
+    ],
+)
+def test_a_change_is_told_from_a_question(request_text: str, change: bool) -> None:
+    assert asks_for_change(request_text) is change
+
+
+@pytest.mark.parametrize("then", [[SEARCH, COMMENT], [None]])
+def test_a_first_write_refused_for_a_made_up_number_may_look_the_object_up_first(
+    engine: Engine,
+    tools: dict[str, Tool],
+    monkeypatch: pytest.MonkeyPatch,
+    then: list[str | None],
+) -> None:
+    """Routed straight to add_issue_comment with a number nobody gave: refused, as before; the next decision sees the
+    refusal and may search first, and the number the search returns is then given. If it says done, the turn ends
+    with the refusal, as with one step."""
+    request = "Leave a comment 'done' on the acme/api issue about rate limiting."
+    written = iter([7, 2])  # made up first, then the number the search returned
+    _write_args(
+        monkeypatch,
+        lambda name: (
+            {"owner": "acme", "repo": "api", "issue_number": next(written), "body": "done"}
+            if "comment" in name
+            else dict(_ARGS[name])
+        ),
+    )
+    router = _Script(COMMENT, then)
+    calls: list[tuple[str, dict[str, Any]]] = []
+    results: dict[str, CallResult | Exception] = {SEARCH: CallResult(FOUND, False), COMMENT: CallResult("{}", False)}
+    convo = Conversation()
+    events: list[Event] = []
+    run_turn(_deps(engine, router, tools, calls, results), convo, request, events.append)
+    (refused,) = router.seen[0]
+    assert refused.tool == COMMENT and refused.failed and "issue_number" in refused.result
+    if then == [None]:
+        assert calls == [] and events[-1].type == "error" and convo.turns == []
+        return
+    assert [c[0] for c in calls] == [SEARCH, COMMENT] and calls[1][1]["issue_number"] == 2
+    kinds = [(e.type, getattr(e, "step", None)) for e in events if e.type in ("tool_skipped", "tool_call", "route")]
+    assert kinds[:4] == [("route", 1), ("tool_skipped", 1), ("route", 2), ("tool_call", 2)], kinds
+    assert events[-1].type == "answer" and [c.tool for c in convo.turns[0].calls()] == [SEARCH, COMMENT]
