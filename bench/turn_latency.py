@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turn latency, stage by stage, before and after issue 43's changes, every arm in the same run.
 
-Four parts (``--parts``, default all):
+Five parts (``--parts``, default all):
 
 ``one-shot``  ``nexus-agent run --mcp github --yes --json -p REQUEST`` as a new user runs it, one process per request
               and arm, each event timed from the process's start: start-up (route event minus the route's own
@@ -9,16 +9,19 @@ Four parts (``--parts``, default all):
               Arms: ``before`` (``--no-head-cache --answer-view full``: heads decoded in-process, the answer reads the
               whole output) and ``after`` (the defaults). The head store is filled by one untimed ``after`` run
               first: its first-ever run decodes and stores the heads, as a before run would.
-``session``   the Python API, one agent per arm (``answer_view`` full vs compact), a warm-up turn, then list requests:
-              the second-and-later turn's time to the first answer token and to the end, and the answer's coverage:
-              the share of the listed rows (up to ``answer_items``) whose title or name the answer names.
+``session``   the Python API, one agent per request and arm: a first turn, ``--pause`` seconds (a user reading the
+              answer), then each request as the second turn, stage by stage from the moment it is sent. Arms: heads
+              off, the full view, ``warm_next`` off (the history is prefilled when the request comes, not between
+              turns), all off (``before``), the defaults (``after``).
+``answers``   the answer alone from the same tool outputs, whole vs compact view: first token and rows named.
 ``arguments`` argument writing alone (engine.generate under the schema grammar, qwen1.5b): llama.cpp's grammar-first
               chain (the grammar run over all 151,936 tokens every step) against the lazy check now shipped; the
               tokens must be equal.
 ``lookup``    prompt-lookup decoding (``EngineConfig.lookup`` k = 2, 4) against plain greedy decoding on the same
               argument and answer prompts: time, tokens equal, drafts kept/checked.
 
-usage: python bench/turn_latency.py [--parts one-shot,session,arguments,lookup] [--repeats 1] [--json OUT]
+usage: python bench/turn_latency.py [--parts one-shot,session,answers,arguments,lookup] [--repeats 1] [--pause 8]
+                                    [--requests auto,...] [--json OUT] [--baseline DIR] [--report]
 Writes bench/results/turn_latency.json and .md (or OUT and OUT with .md).
 """
 
@@ -144,9 +147,9 @@ def _fmt(row: dict[str, Any]) -> str:
 
 
 # ---- session ---------------------------------------------------------------------------------------------------
-async def _second_turn(cfg: dict[str, Any], first: str, request: str) -> dict[str, Any]:
-    """A new session (agent) per request: ``first`` as its first turn, then ``request``, timed stage by stage from
-    the moment it is sent."""
+async def _second_turn(cfg: dict[str, Any], first: str, request: str, pause: float) -> dict[str, Any]:
+    """A new session (agent) per request: ``first`` as its first turn, ``pause`` seconds (a user reading the answer
+    and typing), then ``request``, timed stage by stage from the moment it is sent."""
     from nexus_agent.agent.api import AgentConfig, NexusAgent
 
     agent = NexusAgent(AgentConfig(mcp=["github"], yes=True, **cfg))
@@ -154,6 +157,7 @@ async def _second_turn(cfg: dict[str, Any], first: str, request: str) -> dict[st
     try:
         async for _ in agent.run(first):
             pass
+        await asyncio.sleep(pause)
         t = time.perf_counter()
         marks: dict[str, float] = {}
         route_ms = 0.0
@@ -173,23 +177,26 @@ async def _second_turn(cfg: dict[str, Any], first: str, request: str) -> dict[st
 # the first turn of each session: a tool call, as in a working session; the follow-up's refers to it
 FIRST_TURN = "list the open pull requests in acme/web"
 SESSION_ARMS: dict[str, dict[str, Any]] = {
-    "before": {"head_cache": False, "answer_view": "full"},
+    "before": {"head_cache": False, "answer_view": "full", "warm_next": False},
     "no-heads": {"head_cache": False},
     "full-view": {"answer_view": "full"},
+    "no-warm-next": {"warm_next": False},  # the history is prefilled when the next request comes, not before
     "after": {},
 }
 
 
-def part_session(repeats: int) -> dict[str, Any]:
+def part_session(repeats: int, pause: float, kinds: list[str]) -> dict[str, Any]:
     rows = []
     for r in range(repeats):
         for kind, req in REQUESTS.items():
+            if kind not in kinds:
+                continue
             for arm, cfg in SESSION_ARMS.items():
-                row = asyncio.run(_second_turn(cfg, FIRST_TURN, req)) | {"kind": kind, "arm": arm, "repeat": r}
+                row = asyncio.run(_second_turn(cfg, FIRST_TURN, req, pause)) | {"kind": kind, "arm": arm, "repeat": r}
                 row["request"] = req
                 print(f"  second turn {arm:9s} {kind:9s} " + _fmt(row), flush=True)
                 rows.append(row)
-    return {"first_turn": FIRST_TURN, "runs": rows}
+    return {"first_turn": FIRST_TURN, "pause_s": pause, "runs": rows}
 
 
 async def _listed(session: Any, call: tuple[str, dict[str, Any]]) -> list[str]:
@@ -431,12 +438,18 @@ def _stages(res: dict[str, Any], part: str, kinds: list[str], s: dict[str, Any])
             s[f"{part}.{kind}.{arm}"]["end_vs_before"] = m / base if m and base else None
 
 
+def _kinds(res: dict[str, Any], part: str, kinds: list[str]) -> list[str]:
+    """The request kinds a part ran (``--requests`` may have left some out), in the fixed order."""
+    ran = {r["kind"] for r in res[part]["runs"]}
+    return [k for k in kinds if k in ran]
+
+
 def summarize(res: dict[str, Any]) -> dict[str, Any]:
     s: dict[str, Any] = {}
     if "one_shot" in res:
-        _stages(res, "one_shot", list(ONE_SHOT), s)
+        _stages(res, "one_shot", _kinds(res, "one_shot", list(ONE_SHOT)), s)
     if "session" in res:
-        _stages(res, "session", list(REQUESTS), s)
+        _stages(res, "session", _kinds(res, "session", list(REQUESTS)), s)
     if "answers" in res:
         for view in ("full", "compact"):
             rows = [r for r in res["answers"]["rows"] if r["view"] == view]
@@ -456,18 +469,24 @@ def markdown(res: dict[str, Any], s: dict[str, Any]) -> str:
     out = ["# Turn latency (bench/turn_latency.py)", "", f"model {res['model']}, {res['date']}", ""]
     titles = {
         "one_shot": "## One-shot `run -p` (seconds from the process's start; p50 of each stage)",
-        "session": f"## The second turn of a session (API; seconds from the request; first turn: {FIRST_TURN!r})",
+        "session": (
+            f"## The second turn of a session (API; seconds from the request; first turn: {FIRST_TURN!r}, then "
+            f"{res.get('session', {}).get('pause_s', 0):g} s before the request)"
+        ),
     }
     for part, kinds in (("one_shot", list(ONE_SHOT)), ("session", list(REQUESTS))):
         if part not in res:
             continue
+        kinds = _kinds(res, part, kinds)
         out += [titles[part], ""]
         cols = [c for c in STAGES if part == "one_shot" or c != "startup"]
         out += ["| request | arm | path | " + " | ".join(cols) + " | end / before |", "|---" * (len(cols) + 4) + "|"]
         for kind in kinds:
             for arm in _arms(res, part):
                 st = s[f"{part}.{kind}.{arm}"]
-                row = next(r for r in res[part]["runs"] if r["kind"] == kind and r["arm"] == arm)
+                row = next((r for r in res[part]["runs"] if r["kind"] == kind and r["arm"] == arm), None)
+                if row is None:  # an arm this run did not have (the one-shot baseline)
+                    continue
                 cells = [f"{st[k]['p50']:.1f}" if st[k]["p50"] is not None else "" for k in cols]
                 ratio = st["end_vs_before"]
                 out.append(
@@ -520,6 +539,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--parts", default="one-shot,session,answers,arguments,lookup")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--requests", default=",".join(REQUESTS), help="session: which of the requests (their kinds)")
+    ap.add_argument(
+        "--pause", type=float, default=8.0, help="session: seconds between the first answer and the second request"
+    )
     ap.add_argument("--model", default="qwen1.5b")
     ap.add_argument("--report", action="store_true", help="only rewrite the summary and the markdown from --json")
     ap.add_argument("--baseline", help="a checkout of an earlier commit, set up (its .venv): a third one-shot arm")
@@ -559,7 +582,7 @@ def _run(res: dict[str, Any], parts: list[str], a: argparse.Namespace, out: Path
         res["one_shot"] = part_one_shot(a.repeats)
         out.write_text(json.dumps(res, indent=1, default=str))
     if "session" in parts:
-        res["session"] = part_session(a.repeats)
+        res["session"] = part_session(a.repeats, a.pause, a.requests.split(","))
         out.write_text(json.dumps(res, indent=1, default=str))
 
 

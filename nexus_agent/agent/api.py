@@ -32,8 +32,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Annotated, Any
@@ -42,12 +44,14 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchem
 
 from nexus_agent import defaults
 from nexus_agent.agent.events import ElicitationEvent, ErrorEvent, Event
+from nexus_agent.agent.forms import dates
 from nexus_agent.agent.history import Conversation
 from nexus_agent.agent.prompts import SYSTEM_CHAT, SYSTEM_MAIN
 from nexus_agent.agent.routing_adapter import AgentRouter
-from nexus_agent.agent.turn import CallResult, TurnCancelled, TurnDeps, TurnRouter, run_turn
+from nexus_agent.agent.turn import CallResult, TurnCancelled, TurnDeps, TurnRouter, next_heads, run_turn
 from nexus_agent.agent.view import MAX_ITEMS, AnswerView
 from nexus_agent.backend import Backend, LocalBackend, RemoteBackend, RemoteConfig, RemoteError, check_base_url
+from nexus_agent.backend.decision import Messages
 from nexus_agent.engine import CHAT, MAIN, Engine, EngineConfig
 from nexus_agent.kv.budget import KVBudget
 from nexus_agent.kv.policies import EVICT_CHOICES, check_evict
@@ -65,6 +69,8 @@ from nexus_agent.mcp.tools import ToolListDiff
 from nexus_agent.registry import Tool
 from nexus_agent.routing.options import Relevance, RouterOptions
 from nexus_agent.splice.mode import SpliceMode
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = defaults.CHAT_MODEL
 
@@ -115,6 +121,9 @@ class AgentConfig(BaseModel):
     # calls one request may make (the agent loop, docs/agent-loop.md): after each result the agent decides between
     # another call and the answer; 1: one call, answered at once
     max_steps: int = Field(default=defaults.MAX_STEPS, ge=1, le=16)
+    # after a turn, decode the history the next turn's prompts start with while the user reads the answer (a chunk
+    # at a time; the next request stops it and goes on from what it holds). Off for a one-shot run.
+    warm_next: bool = True
     evict: Annotated[
         str, AfterValidator(check_evict), WithJsonSchema({"type": "string", "enum": list(EVICT_CHOICES)})
     ] = "nexus"
@@ -162,6 +171,9 @@ class NexusAgent:
         self._loop: asyncio.AbstractEventLoop | None = None
         # server -> the event sinks of the turns now calling one of its tools (the last one is asked an elicitation)
         self._asking: dict[str, list[Callable[[Event], None]]] = {}
+        # the next turn's prefill between turns (``warm_next``): one per chat whose turn ended since a turn began
+        self._idle: list[_Idle] = []
+        self._idle_lock = threading.Lock()
 
     @classmethod
     def from_config(cls, cfg: AgentConfig | Mapping[str, Any] | None = None, **kwargs: Any) -> NexusAgent:
@@ -179,7 +191,7 @@ class NexusAgent:
         await self.aclose()
 
     async def start(self) -> None:
-        """Start the MCP servers, the model and the router. The model loads (and its stable prompt heads come in,
+        """Start the MCP servers, the model and the router. The model loads (and the system prompts' heads come in,
         from disk when a process decoded them before) while the servers start: neither waits on the other."""
         self._loop = asyncio.get_running_loop()
         servers: dict[str, Any] = {}
@@ -228,12 +240,11 @@ class NexusAgent:
         options = RouterOptions(
             embedder=self.cfg.embedder, reranker=defaults.RERANKER, splice=self.cfg.splice, relevance=self.cfg.relevance
         )
-        router = await asyncio.to_thread(AgentRouter.create, list(self._tools.values()), options, self.backend)
-        if self.cfg.head_cache:
-            # the decision's and the judge's heads (the judge's names the connected servers, so it waits for them);
-            # without the store they are decoded when first needed, as a request that needs neither never pays them
-            await asyncio.to_thread(router.warm)
-        self.router = router
+        # The decision's and the judge's heads (about 1,400 tokens) come in when a request first needs them (from
+        # disk, in well under a second), not here: the context's cells are shared by every lane, so while a lane
+        # holds them every decode in the others attends over them too, 15 % slower per token on 2 cores
+        # (docs/measurements.md#turn-latency), a cost a session of auto-routed requests would pay for nothing.
+        self.router = await asyncio.to_thread(AgentRouter.create, list(self._tools.values()), options, self.backend)
         hub.add_tools_listener(self._on_tools_changed)
 
     def _open_local(self) -> LocalBackend:
@@ -268,6 +279,7 @@ class NexusAgent:
         return RemoteBackend(RemoteConfig(url=url, model=model, api_key=self.cfg.api_key, timeout_s=timeout))
 
     async def aclose(self) -> None:
+        await asyncio.to_thread(self._stop_idle, True)
         if self.hub is not None:
             await self.hub.aclose()
             self.hub = None
@@ -379,6 +391,7 @@ class NexusAgent:
         """
         if self.backend is None or self.router is None:
             raise RuntimeError("agent is not started: use `async with NexusAgent.from_config(...)`")
+        self._stop_idle()  # this turn continues from what the prefill holds
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
         cancel = threading.Event()
@@ -411,6 +424,11 @@ class NexusAgent:
             except Exception as e:
                 emit(ErrorEvent(stage="turn", message=f"{type(e).__name__}: {e}"))
             finally:
+                if self.cfg.warm_next and not cancel.is_set():
+                    # started before the end is posted, so the next turn always finds it to stop
+                    idle = _Idle.start(self.backend, next_heads(conversation, lane, deps.window_turns, deps.full_trace))
+                    with self._idle_lock:
+                        self._idle += [idle] if idle is not None else []
                 loop.call_soon_threadsafe(queue.put_nowait, None)
 
         worker = threading.Thread(target=work, name="nexus-turn", daemon=True)
@@ -424,6 +442,44 @@ class NexusAgent:
                 # Even if this wait is cancelled too, the worker still holds the engine's turn lock, so a next
                 # turn queues behind it instead of interleaving.
                 await asyncio.to_thread(worker.join)
+
+    def _stop_idle(self, wait: bool = False) -> None:
+        """Stop the prefills between turns; ``wait``: until their chunks are done (before a lane or the engine
+        closes)."""
+        with self._idle_lock:
+            idles, self._idle = self._idle, []
+        for idle in idles:
+            idle.stop.set()
+        for idle in idles if wait else ():
+            idle.thread.join()
+
+
+@dataclass
+class _Idle:
+    """The prefill of the next turn's prompt heads (:func:`next_heads`), on a thread of its own between turns."""
+
+    thread: threading.Thread
+    stop: threading.Event
+
+    @classmethod
+    def start(cls, backend: Backend | None, heads: list[tuple[list[Messages], int]]) -> _Idle | None:
+        if backend is None or not backend.local or not heads:
+            return None
+        stop = threading.Event()
+
+        def work() -> None:
+            for variants, lane in heads:
+                try:
+                    backend.prefill(variants, lane, stop.is_set)
+                except Exception as e:  # a speed-up lost: the next turn prefills what is missing itself
+                    log.warning("prefilling the next turn's history failed: %s", e)
+                    return
+            if not stop.is_set():
+                dates.warm()  # the argument check's date search loads its languages once (~2 s)
+
+        thread = threading.Thread(target=work, name="nexus-prefill", daemon=True)
+        thread.start()
+        return cls(thread, stop)
 
 
 class Chat:
@@ -441,6 +497,7 @@ class Chat:
     def close(self) -> None:
         """Forget this chat's cached KV (its history object stays readable)."""
         if self.agent.engine is not None:  # a remote engine keeps no lanes
+            self.agent._stop_idle(wait=True)  # it may be prefilling this lane
             self.agent.engine.close_lane(self.lane)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from nexus_agent.agent.forms.dates import names_a_date
 from nexus_agent.agent.grounding import conversation_text, drop_ungrounded, mentioned
 from nexus_agent.agent.prompts import SYSTEM_MAIN, arg_request
 from nexus_agent.agent.schema import constraint_for, validate
@@ -145,7 +146,11 @@ def arg_messages(
     with the tool's signature and the rules. Only the last message differs from the answer prompt. A tool with a
     date parameter is told today's date (with ``today``), so "next Tuesday" can be written as a date."""
     sig = signature(tool, ARG_SIGNATURE)
-    date_note = today is not None and takes_a_date(tool)
+    # only when the user names a date: told today's date unasked, the small models add it as a filter (a
+    # `since` of today on "list the open issues"), which the grounding check then drops, seconds of decoding later
+    date_note = (
+        today is not None and takes_a_date(tool) and names_a_date(conversation_text(request, history, user_only=True))
+    )
     return [
         {"role": "system", "content": SYSTEM_MAIN},
         *history,

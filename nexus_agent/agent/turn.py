@@ -63,6 +63,7 @@ from nexus_agent.agent.prompts import (
 )
 from nexus_agent.agent.view import MAX_ITEMS, answer_view, step_view, whole
 from nexus_agent.backend import Backend
+from nexus_agent.backend.decision import Messages
 from nexus_agent.engine import CHAT, MAIN
 from nexus_agent.registry import Tool
 from nexus_agent.routing.followup import CallSoFar, PreviousTurn, asks_for_change
@@ -251,6 +252,24 @@ def _run_turn(
             deps.router.after_turn()
         except Exception as e:  # an optimisation failed after a complete turn: say it, keep the event stream as is
             log.warning("compiling tool blocks after the turn failed: %s", e)
+
+
+def next_heads(convo: Conversation, lane: int, window_turns: int, full_trace: bool) -> list[tuple[list[Messages], int]]:
+    """What the next turn of ``convo`` starts its prompts with, per lane, newest need first: the conversation's lane
+    (arguments and a tool's answer: the system prompt and the history), then ``CHAT`` (an answer without a tool) when
+    the history is the window. Each as two chats that differ only in the last user message, whose common head is the
+    part already known (:meth:`Backend.prefill`)."""
+    history = convo.trace() if full_trace else convo.window(window_turns)
+    if not history:
+        return []  # only the system prompts, which the lanes hold from the start
+
+    def both(system: str, msgs: list[dict[str, str]]) -> list[Messages]:
+        return [[{"role": "system", "content": system}, *msgs, {"role": "user", "content": u}] for u in "ab"]
+
+    heads = [(both(SYSTEM_MAIN, history), lane)]
+    if not full_trace:
+        heads.append((both(SYSTEM_CHAT, history), CHAT))
+    return heads
 
 
 def _without_tool(

@@ -62,6 +62,12 @@ class Backend(Protocol):
         does not decode it; returns its length in tokens (0 on a server, whose prefix cache does this)."""
         ...
 
+    def prefill(self, variants: Sequence[Messages], lane: int, stop: Callable[[], bool]) -> int:
+        """Decode into ``lane`` the head every chat of ``variants`` starts with (a conversation so far, which the
+        next turn's prompts repeat), a chunk at a time until done or ``stop()``; never stored on disk. Returns the
+        head's tokens the lane holds (0 on a server, whose prefix cache does this on the next request)."""
+        ...
+
     def decider(self, splice: SpliceMode = SpliceMode.OFF) -> Decider:
         """Routing's questions on this backend; ``splice``: compiled tool blocks for a choice's stable lines (a local
         KV cache only: a server ignores it)."""

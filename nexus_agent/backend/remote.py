@@ -24,7 +24,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -165,6 +165,9 @@ class RemoteBackend:
 
     def warm(self, variants: Sequence[Messages], lane: int) -> int:
         return 0  # the server's own prefix cache keeps what repeats
+
+    def prefill(self, variants: Sequence[Messages], lane: int, stop: Callable[[], bool]) -> int:
+        return 0  # the server prefills the next request itself (its prefix cache keeps what repeats)
 
     def decider(self, splice: SpliceMode = SpliceMode.OFF) -> RemoteDecider:
         """Routing's questions on this server (``splice`` is a local notion: ignored)."""

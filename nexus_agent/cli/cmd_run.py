@@ -381,6 +381,7 @@ def run(
             answer_view=answer_view,
             answer_items=answer_items,
             max_steps=max_steps,
+            warm_next=prompt is None,  # one request: nothing comes after it to prefill for
         )
     except ValidationError as e:
         err = e.errors()[0]

@@ -61,6 +61,33 @@ def test_lists_open_issues_through_the_sandbox(agent: SyncNexusAgent) -> None:
     assert "token" in kinds  # the answer streamed
 
 
+def test_between_turns_the_lane_takes_in_the_history_the_next_turn_starts_with(agent: SyncNexusAgent) -> None:
+    from nexus_agent.agent.turn import next_heads
+    from nexus_agent.backend.local import common_head
+
+    engine = agent.agent.engine
+    assert engine is not None
+    chat = agent.open_chat()  # its own history: the other tests' conversation stays free of numbers
+    try:
+        events = chat.run("list the open pull requests in acme/web")
+        assert events[-1].type == "answer", [e.type for e in events]
+        idles = list(agent.agent._idle)
+        assert idles  # warm_next is on by default
+        for idle in idles:
+            idle.thread.join()
+        variants, lane = next_heads(chat.conversation, chat.chat.lane, agent.agent.cfg.window_turns, False)[0]
+        head = common_head([engine.tokenize_chat(v) for v in variants])
+        held = engine.lane(lane)
+        assert held.tokens[: len(head)] == head and held.exact >= len(head)
+        # the next turn's argument prompt starts with it: nothing of the history is decoded again
+        reused = engine.arena.stats.reused_tokens
+        events = chat.run("and the open issues there?")
+        assert events[-1].type == "answer", [e.type for e in events]
+        assert engine.arena.stats.reused_tokens - reused >= len(head)
+    finally:
+        chat.close()
+
+
 def test_small_talk_gets_no_tool_and_a_plain_answer(agent: SyncNexusAgent) -> None:
     events = agent.run("good evening! how was your day?")
     route = events[0]

@@ -142,3 +142,24 @@ def test_a_required_value_is_given_by_the_conversation_or_not(reg: Registry) -> 
     mark = reg.find("mark_all_notifications_read", "github")
     assert not (mark.input_schema.get("required") or [])
     assert gives_a_required_value(mark, {}, "can I mark all my notifications read?", [])
+
+
+def test_todays_date_is_told_only_when_the_user_names_a_date(reg: Registry) -> None:
+    import datetime as dt
+
+    from nexus_agent.agent.args import arg_messages
+
+    tool = reg.find("list_commits", "github")
+    today = dt.date(2026, 12, 3)
+
+    def told(request: str, history: list[dict[str, str]] | None = None) -> bool:
+        return "Today is 2026-12-03" in arg_messages(tool, request, history or [], today)[-1]["content"]
+
+    assert told("commits to acme-corp/api since monday")
+    assert told("what landed in octo-org/web between March 1st and March 15th, 2025")
+    assert told("commits in acme/api since 2025-06-01")
+    assert not told("list the commits in acme/api")  # told unasked, a small model adds it as a filter
+    # a follow-up of a request that named one
+    assert told("and in acme/web?", [{"role": "user", "content": "commits in acme/api since yesterday"}])
+    # a date only tool output names is not the user's
+    assert not told("and in acme/web?", [{"role": "assistant", "content": '{"date": "2026-12-01T10:00:00Z"}'}])

@@ -93,6 +93,21 @@ def _parsed(text: str, today: dt.date) -> tuple[dt.datetime, ...]:
     return tuple(when for _, when in found)
 
 
+def names_a_date(text: str) -> bool:
+    """Whether ``text`` (what the user wrote) names a date or a time, absolute or relative ("since monday", "3rd of
+    June", "2025-06-01"), in one of :data:`_LOCALES`. Only those languages are tried, not detected: a quick check
+    (tens of ms), where detection's first use in a process loads every language (about 2 s)."""
+    from dateparser.search import search_dates
+
+    return bool(re.search(r"\d{4}-\d{2}", text)) or bool(search_dates(text, languages=list(_LOCALES)))
+
+
+def warm() -> None:
+    """Load dateparser's languages (the first search in a process takes about 2 s), so that the first argument
+    check does not pay it (called between turns, after the next turn's prefill)."""
+    _parsed("tomorrow at noon", dt.date.today())
+
+
 def stated(value: Any, prop: Mapping[str, Any], name: str, ctx: Context) -> bool:
     if not isinstance(value, str):
         return False
