@@ -1,6 +1,7 @@
 """Multi-step tasks (data/eval/multistep/): the Nexus agent against a llama-cpp-python tool loop, same model, same run.
 
     python bench/multistep.py --split tune --arms nexus,llama_cpp --json bench/results/multistep_tune.json [--limit N]
+    python bench/multistep.py --reclassify bench/results/multistep_tune.json   # failure classes again, in place
 
 Each task runs on fresh server state (``Workspace.reset``); success = every state and answer check holds and nothing
 outside ``allowed_writes`` changed. Arms:
@@ -36,12 +37,21 @@ CLAIM = re.compile(
     r"assigned|reopened|edited|added|checked out|switched|opened|posted|replaced|reacted)\b",
     re.IGNORECASE,
 )
+JSON_OBJECT = re.compile(r"\{[^{}]*\}")
 NEGATION = re.compile(r"\b(not|n't|never|no|unable|cannot|couldn't|didn't|wasn't|haven't)\b[^.]{0,30}$", re.IGNORECASE)
 
 
 def claims_write(answer: str) -> bool:
-    """The answer says, in the past tense and not negated, that something was written."""
-    return any(not NEGATION.search(answer[max(0, m.start() - 40) : m.start()]) for m in CLAIM.finditer(answer))
+    """The answer says, in its own words, in the past tense and not negated, that something was written. Tool data
+    it quotes (a JSON object, ``"state": "closed"``) is not a claim."""
+    prose = JSON_OBJECT.sub(" ", answer)
+    return any(not NEGATION.search(prose[max(0, m.start() - 40) : m.start()]) for m in CLAIM.finditer(prose))
+
+
+def qualified(name: str, task: Task) -> str:
+    """A call's tool as ``server__tool``: the nexus events name the tool and its server apart (rows written before
+    this was fixed hold the bare name; every task talks to one server)."""
+    return name if "__" in name else f"{task.servers[0]}__{name}"
 
 
 def classify(task: Task, calls: list[dict[str, Any]], answer: str, ok: bool, writes: set[str]) -> list[str]:
@@ -49,6 +59,7 @@ def classify(task: Task, calls: list[dict[str, Any]], answer: str, ok: bool, wri
     if ok:
         return []
     out = []
+    calls = [c | {"name": qualified(c["name"], task)} for c in calls]
     done_writes = [c for c in calls if c["name"] in writes and not c["is_error"]]
     if claims_write(answer) and not done_writes:
         out.append("claims unrun action")
@@ -77,6 +88,10 @@ def classify(task: Task, calls: list[dict[str, Any]], answer: str, ok: bool, wri
     return sorted(set(out)) or ["other"]
 
 
+def _name(server: str, tool: str) -> str:
+    return f"{server}__{tool}" if server else tool
+
+
 async def run_nexus(task: Task, agent: NexusAgent) -> tuple[list[dict[str, Any]], str]:
     chat = agent.open_chat()
     calls: list[dict[str, Any]] = []
@@ -84,11 +99,11 @@ async def run_nexus(task: Task, agent: NexusAgent) -> tuple[list[dict[str, Any]]
     try:
         async for ev in chat.run(task.request):
             if ev.type == "tool_call":
-                calls.append({"name": ev.name, "arguments": ev.arguments, "is_error": False})
+                calls.append({"name": _name(ev.server, ev.name), "arguments": ev.arguments, "is_error": False})
             elif ev.type == "tool_result" and calls:
                 calls[-1]["is_error"] = ev.is_error
             elif ev.type == "tool_skipped":
-                calls.append({"name": ev.name, "arguments": {}, "is_error": True, "refused": True})
+                calls.append({"name": _name(ev.server, ev.name), "arguments": {}, "is_error": True, "refused": True})
             elif ev.type == "answer":
                 answer = ev.text
             elif ev.type == "error":
@@ -138,9 +153,12 @@ class LlamaLoop:
         ]
         calls: list[dict[str, Any]] = []
         for _ in range(self.max_steps + 1):
-            out = await asyncio.to_thread(
-                self.llm.create_chat_completion, messages=messages, tools=tools, tool_choice="auto", max_tokens=384
-            )
+            try:
+                out = await asyncio.to_thread(
+                    self.llm.create_chat_completion, messages=messages, tools=tools, tool_choice="auto", max_tokens=384
+                )
+            except ValueError as e:  # the prompt outgrew the 8K context (20 schemas and the results so far)
+                return calls, f"[error: {e}]"
             msg = out["choices"][0]["message"]
             tcs = msg.get("tool_calls") or []
             if not tcs or len(calls) >= self.max_steps:
@@ -172,6 +190,36 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+async def reclassify(path: Path) -> dict[str, Any]:
+    """A stored report's failure classes and summary again, with today's :func:`classify` (the servers are started
+    only to list their tools, for which of them write)."""
+    report = json.loads(path.read_text())
+    ws = Workspace(Path(tempfile.mkdtemp(prefix="nexus-multistep-")))
+    ws.build()
+    hub = MultiServerClient.from_config(MCPConfig(servers=dict(ws.server_configs())))
+    await hub.start()
+    try:
+        writes = {t.qualified_name for t in hub.tools if not t.to_registry_tool().read_only_hint}
+    finally:
+        await hub.aclose()
+    tasks = {t.id: t for t in load_tasks()}
+    for rs in report["rows"].values():
+        for r in rs:
+            r["failures"] = classify(tasks[r["id"]], r["calls"], r["answer"], r["ok"], writes)
+    report["summary"] = _summary(report["rows"])
+    return report
+
+
+def _summary(rows: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    return {
+        arm: {
+            "all": summarise(rs),
+            **{k: summarise([r for r in rs if r["kind"] == k]) for k in ("multi", "single", "absent")},
+        }
+        for arm, rs in rows.items()
+    }
+
+
 async def main_async(a: argparse.Namespace) -> dict[str, Any]:
     ids = set(a.ids.split(",")) if a.ids else None
     tasks = [
@@ -183,6 +231,8 @@ async def main_async(a: argparse.Namespace) -> dict[str, Any]:
     ws.build()
     filled = [t.filled(ws.values()) for t in tasks]
     rows: dict[str, list[dict[str, Any]]] = {}
+    partial = Path(a.out).with_suffix(".partial.json")
+    partial.parent.mkdir(parents=True, exist_ok=True)
     for arm in a.arms.split(","):
         rows[arm] = []
         if arm == "nexus":
@@ -222,16 +272,11 @@ async def main_async(a: argparse.Namespace) -> dict[str, Any]:
                 }
                 rows[arm].append(row)
                 print(f"[{arm}] {t.id}: ok={outcome.ok} {secs:.0f}s calls={len(calls)} {row['failures']}", flush=True)
+                # the rows so far, so that a run stopped part-way keeps what it measured
+                partial.write_text(json.dumps({"args": vars(a), "rows": rows}, indent=1) + "\n")
         finally:
             await closer()
-    summary = {
-        arm: {
-            "all": summarise(rs),
-            **{k: summarise([r for r in rs if r["kind"] == k]) for k in ("multi", "single", "absent")},
-        }
-        for arm, rs in rows.items()
-    }
-    return {"args": vars(a), "summary": summary, "rows": rows}
+    return {"args": vars(a), "summary": _summary(rows), "rows": rows}
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -262,7 +307,8 @@ def markdown(report: dict[str, Any]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--split", choices=["tune", "check"], required=True)
+    ap.add_argument("--reclassify", help="a stored report: its failure classes again, rewritten in place (JSON, md)")
+    ap.add_argument("--split", choices=["tune", "check"])
     ap.add_argument("--arms", default="nexus,llama_cpp")
     ap.add_argument("--json", dest="out", default=str(ROOT / "bench" / "results" / "multistep.json"))
     ap.add_argument("--limit", type=int, default=0)
@@ -270,7 +316,13 @@ def main() -> None:
     ap.add_argument("--ids", default="", help="only these task ids (comma-separated)")
     ap.add_argument("--max-steps", type=int, default=4)
     a = ap.parse_args()
-    report = asyncio.run(main_async(a))
+    if a.reclassify:
+        a.out = a.reclassify
+        report = asyncio.run(reclassify(Path(a.reclassify)))
+    elif a.split is None:
+        ap.error("--split is required (or --reclassify FILE)")
+    else:
+        report = asyncio.run(main_async(a))
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1) + "\n")

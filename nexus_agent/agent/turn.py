@@ -234,6 +234,10 @@ def _run_turn(
             loop = _loop(deps, route.tool, request, window, history, emit, check, turn)
             if loop is None:
                 return
+            if isinstance(loop, str):  # every change it tried failed: the answer is written from the calls
+                emit(TokenEvent(text=loop))
+                _finish(deps, convo, turn, loop, emit)
+                return
             messages, seq = loop
 
         def on_token(text: str) -> None:
@@ -245,13 +249,18 @@ def _run_turn(
         except Exception as e:
             emit(ErrorEvent(stage="answer", message=f"answer generation failed: {e}"))
             return
-        turn.answer = gen.text.strip()
-        convo.turns.append(turn)
-        emit(AnswerEvent(text=turn.answer))
-        try:
-            deps.router.after_turn()
-        except Exception as e:  # an optimisation failed after a complete turn: say it, keep the event stream as is
-            log.warning("compiling tool blocks after the turn failed: %s", e)
+        _finish(deps, convo, turn, gen.text.strip(), emit)
+
+
+def _finish(deps: TurnDeps, convo: Conversation, turn: Turn, answer: str, emit: Emit) -> None:
+    """Record the completed turn, emit its answer, then the work that may wait until the answer is out."""
+    turn.answer = answer
+    convo.turns.append(turn)
+    emit(AnswerEvent(text=turn.answer))
+    try:
+        deps.router.after_turn()
+    except Exception as e:  # an optimisation failed after a complete turn: say it, keep the event stream as is
+        log.warning("compiling tool blocks after the turn failed: %s", e)
 
 
 def next_heads(convo: Conversation, lane: int, window_turns: int, full_trace: bool) -> list[tuple[list[Messages], int]]:
@@ -303,12 +312,14 @@ def _loop(
     emit: Emit,
     check: Callable[[], None],
     turn: Turn,
-) -> tuple[list[dict[str, str]], int] | None:
+) -> tuple[list[dict[str, str]], int] | str | None:
     """The agent loop from the routed tool ``first``: call, then decide between another call and the answer, up to
-    ``deps.max_steps`` calls. Returns the answer prompt and lane, or None when the turn ends with an error (only at
-    step 1: a later step that cannot run ends the loop, and the answer reports the calls that ran)."""
+    ``deps.max_steps`` calls. Returns the answer prompt and lane; the answer itself when every change it tried failed
+    (:func:`_changes_not_made`); or None when the turn ends with an error (only at step 1: a later step that cannot
+    run ends the loop, and the answer reports the calls that ran)."""
     steps: list[_Step] = []
     tried: list[CallSoFar] = []  # what the next-step decision reads: the calls that ran, and a refused first one
+    not_run: list[str] = []  # writes that did not run (refused, not confirmed, no valid arguments): why
     note = ""
     qualified, step = first, 1
     while True:
@@ -322,6 +333,7 @@ def _loop(
             # A write whose object nobody named ("close the issue about X"): the next step may look it up first.
             # If the decision says done, the turn ends with the refusal, as with one step.
             tried.append(CallSoFar(qualified, got.refused, f"not run: {got.message}", failed=True, ran=False))
+            not_run.append(f"{got.name or qualified} was not run: {got.message}")
             nxt = _next(deps, request, window, tried)
             if nxt is None or nxt.tool is None:
                 emit(ErrorEvent(stage=got.stage, message=got.message))
@@ -335,6 +347,8 @@ def _loop(
             if got.stage != "skip":  # the policy's Skip was reported by _call_step
                 emit(ToolSkippedEvent(name=got.name or qualified, server=got.server, reason=got.message, step=step))
             note = f"(Step {step} was not run: {got.message}.)\n"
+            if got.stage != "repeat" and needs_confirmation(deps.annotations(qualified)):
+                not_run.append(f"{got.name or qualified.split('__', 1)[-1]} was not run: {got.message}")
             break
         steps.append(got)
         tried.append(
@@ -354,7 +368,29 @@ def _loop(
         if nxt.tool is None:
             break
         qualified = nxt.tool
+    if (failed := _changes_not_made(steps, not_run)) is not None:
+        return failed
     return _answer_prompt(deps, request, history, steps, note), deps.lane
+
+
+def _changes_not_made(steps: list[_Step], not_run: list[str]) -> str | None:
+    """The answer when the turn tried a change and none succeeded (a write failed, or was refused, not confirmed or
+    left without valid arguments: ``not_run``), written from the calls, not by the model: measured on the multi-step
+    check tasks, qwen1.5b answered "The comment was added to the PR" after both its comment calls had been refused,
+    under a prompt that said nothing had changed. None when a change succeeded or none was tried (the model answers,
+    as for any read)."""
+    failed = [s for s in steps if s.may_write and s.is_error]
+    if not (failed or not_run) or any(s.writes for s in steps):
+        return None
+    why = [f"{s.tool.name} failed: {_first_line(s.text)}" for s in failed] + [x.rstrip(".") for x in not_run]
+    found = [f"{s.tool.name} returned {surrogate(s.text)}" for s in steps if not s.may_write and not s.is_error]
+    out = "Nothing was changed: " + "; ".join(why) + "."
+    return out + (" What I found: " + "; ".join(found) + "." if found else "")
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = next((x.strip() for x in text.splitlines() if x.strip()), "no message")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _next(deps: TurnDeps, request: str, window: list[dict[str, str]], tried: list[CallSoFar]) -> RouteOutcome | None:

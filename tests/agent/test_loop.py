@@ -267,7 +267,10 @@ def test_a_value_from_an_earlier_result_is_given_and_an_invented_one_is_refused(
         if not ran:
             skipped = next(e for e in events if e.type == "tool_skipped")
             assert skipped.step == 2 and "issue_number" in skipped.reason  # type: ignore[union-attr]
-            assert "was not run" in chats[-1][-1]["content"] and "2. add_issue_comment" not in chats[-1][-1]["content"]
+            # the change did not run: the answer is written from the calls and says so
+            text = events[-1].text  # type: ignore[union-attr]
+            assert text.startswith("Nothing was changed: add_issue_comment was not run:") and "issue_number" in text
+            assert "search_issues returned" in text
             assert [c.tool for c in convo.turns[0].calls()] == [SEARCH]
 
 
@@ -421,3 +424,32 @@ def test_a_first_write_refused_for_a_made_up_number_may_look_the_object_up_first
     kinds = [(e.type, getattr(e, "step", None)) for e in events if e.type in ("tool_skipped", "tool_call", "route")]
     assert kinds[:4] == [("route", 1), ("tool_skipped", 1), ("route", 2), ("tool_call", 2)], kinds
     assert events[-1].type == "answer" and [c.tool for c in convo.turns[0].calls()] == [SEARCH, COMMENT]
+
+
+def test_when_every_change_failed_the_answer_is_written_from_the_calls_not_by_the_model(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch, chats: list[Any]
+) -> None:
+    _write_args(monkeypatch, lambda name: dict(_ARGS[name]))
+    results: dict[str, CallResult | Exception] = {
+        SEARCH: CallResult(FOUND, False),
+        COMMENT: CallResult("Validation Failed: issue 2 is locked\n(details follow)", True),
+    }
+    convo = Conversation()
+    events: list[Event] = []
+    rendered = len(chats)
+    run_turn(_deps(engine, _Script(SEARCH, [COMMENT, None]), tools, [], results), convo, REQUEST, events.append)
+    answer = events[-1]
+    assert answer.type == "answer", [e.type for e in events]
+    text = answer.text  # type: ignore[union-attr]
+    assert text.startswith("Nothing was changed: add_issue_comment failed: Validation Failed: issue 2 is locked.")
+    assert "search_issues returned" in text and "API rate limiting" in text  # what the search found
+    assert [e.text for e in events if e.type == "token"] == [text]  # type: ignore[union-attr]
+    assert convo.turns[-1].answer == text and len(convo.turns[-1].calls()) == 2
+    # the model wrote no answer: only the steps' own prompts were rendered (no answer prompt after the comment)
+    assert not any("I made these tool calls" in m[-1]["content"] for m in chats[rendered:])
+
+    # a change that succeeded: the model answers, as before
+    results[COMMENT] = CallResult('{"id": 99, "html_url": "https://github.com/acme/api/issues/2#c99"}', False)
+    events = []
+    run_turn(_deps(engine, _Script(SEARCH, [COMMENT, None]), tools, [], results), convo, REQUEST, events.append)
+    assert events[-1].type == "answer" and not events[-1].text.startswith("Nothing was changed")  # type: ignore[union-attr]

@@ -108,3 +108,28 @@ def test_fresh_state_is_the_same_every_time(ws: Workspace, tmp_path: Path) -> No
     other = Workspace(tmp_path / "again")
     other.build()
     assert other.pristine == ws.pristine
+
+
+def test_the_bench_counts_claims_in_prose_and_matches_calls_by_qualified_name() -> None:
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(
+        "_multistep_bench", Path(__file__).parents[2] / "bench" / "multistep.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+
+    assert bench.claims_write("The issue has been closed.")
+    assert not bench.claims_write("The issue was not closed.")
+    # quoted tool data is not a claim
+    assert not bench.claims_write('Nothing was changed. Found: {"number": 3, "state": "closed"}.')
+    task = next(t for t in load_tasks() if t.servers[0] == "github" and t.kind == "multi")
+    write = "github__add_issue_comment"
+    ran = [{"name": "add_issue_comment", "arguments": {}, "is_error": False}]  # a bare name, as older rows hold
+    # the write ran: saying so is no claim of an unrun action
+    assert "claims unrun action" not in bench.classify(task, ran, "I added the comment.", False, {write})
+    failed = [{"name": write, "arguments": {}, "is_error": True}]
+    assert "claims unrun action" in bench.classify(task, failed, "I added the comment.", False, {write})
