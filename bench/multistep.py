@@ -38,13 +38,14 @@ CLAIM = re.compile(
     re.IGNORECASE,
 )
 JSON_OBJECT = re.compile(r"\{[^{}]*\}")
+QUOTED = re.compile(r"`[^`]*`")  # tool output an answer quotes as data
 NEGATION = re.compile(r"\b(not|n't|never|no|unable|cannot|couldn't|didn't|wasn't|haven't)\b[^.]{0,30}$", re.IGNORECASE)
 
 
 def claims_write(answer: str) -> bool:
     """The answer says, in its own words, in the past tense and not negated, that something was written. Tool data
-    it quotes (a JSON object, ``"state": "closed"``) is not a claim."""
-    prose = JSON_OBJECT.sub(" ", answer)
+    it quotes (a JSON object, ``"state": "closed"``, or a backticked output) is not a claim."""
+    prose = JSON_OBJECT.sub(" ", QUOTED.sub(" ", answer))
     return any(not NEGATION.search(prose[max(0, m.start() - 40) : m.start()]) for m in CLAIM.finditer(prose))
 
 
@@ -187,6 +188,11 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "p95_s": percentile(secs, 95) if secs else 0.0,
         "failures": dict(Counter(f for r in rows for f in r["failures"])),
         "claims_unrun": sum("claims unrun action" in r["failures"] for r in rows),
+        # the time target compares tasks by the calls they made (a 2-call task's p50 against a 1-call task's)
+        "p50_s_by_calls": {
+            str(n): percentile([r["seconds"] for r in rows if len(r["calls"]) == n], 50)
+            for n in sorted({len(r["calls"]) for r in rows})
+        },
     }
 
 
@@ -301,6 +307,13 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append(
                 f"| {arm} | {kind} | {s['n']} | {s['success']:.2f} | {s['calls_per_task']:.1f} | {s['p50_s']:.0f} | "
                 f"{s['p95_s']:.0f} | {s['claims_unrun']} | {fails} |"
+            )
+    for arm, by_kind in report["summary"].items():
+        by = by_kind.get("all", {}).get("p50_s_by_calls") or {}
+        if "1" in by and "2" in by:
+            lines.append(
+                f"\n{arm}: p50 of the tasks that made 1 call {by['1']:.0f} s, 2 calls {by['2']:.0f} s "
+                f"({by['2'] / max(by['1'], 1e-9):.2f}×)"
             )
     return "\n".join(lines) + "\n"
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,10 @@ class McpToolModel(BaseModel):
     annotations: dict[str, Any] | None = None
 
 
+# A parameter that names which existing object to act on: issue_number, pullNumber, comment_id, page_id, threadID …
+IDENTIFIER = re.compile(r"(?:^|_)(?:number|id)$|[a-z0-9](?:Number|Id|ID)$")
+
+
 @dataclass(frozen=True)
 class Tool:
     """One tool as routing sees it.
@@ -68,6 +73,12 @@ class Tool:
     def declares_write(self) -> bool:
         """Whether the tool declares that it changes things (``readOnlyHint: false``; no hint is no declaration)."""
         return self.read_only_hint is False
+
+    @property
+    def requires_identifier(self) -> bool:
+        """Whether a required parameter names an existing object (``issue_number``, ``pullNumber`` …): such a tool
+        acts on an object already found, it cannot find one from a description."""
+        return any(IDENTIFIER.search(k) for k in self.input_schema.get("required") or [])
 
     def to_mcp(self) -> dict[str, Any]:
         """The MCP wire form (``name``/``description``/``inputSchema``)."""

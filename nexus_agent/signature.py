@@ -44,7 +44,7 @@ def _truncate(text: str, n: int) -> str:
 
 
 # Words that add nothing to a parameter name in a GitHub-style schema description.
-_FILLER = frozenset(
+FILLER = frozenset(
     {
         "a",
         "an",
@@ -108,7 +108,7 @@ def words(text: str) -> set[str]:
 
 def restates(desc: str, param: str, tool: str) -> bool:
     """Whether ``desc`` says nothing beyond the parameter's and the tool's names (plus filler words)."""
-    known = words(param) | words(tool) | _FILLER
+    known = words(param) | words(tool) | FILLER
     return all(w.isdigit() or w in known or w.rstrip("s") in known for w in words(desc))
 
 

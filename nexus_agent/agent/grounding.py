@@ -16,8 +16,8 @@ from typing import Any
 
 from nexus_agent.agent import forms
 from nexus_agent.agent.schema import validate
-from nexus_agent.registry import Tool
-from nexus_agent.signature import words
+from nexus_agent.registry import IDENTIFIER, Tool
+from nexus_agent.signature import FILLER, words
 
 
 def conversation_text(request: str, history: list[dict[str, str]], user_only: bool = False) -> str:
@@ -94,10 +94,6 @@ def drop_ungrounded(
     return kept if validate(tool, kept) is None else args
 
 
-# A parameter that names which existing object to act on: issue_number, pullNumber, comment_id, page_id, threadID …
-_IDENTIFIER = re.compile(r"(?:^|_)(?:number|id)$|[a-z0-9](?:Number|Id|ID)$")
-
-
 def _kind_words(name: str, prop: Mapping[str, Any]) -> set[str]:
     """What an identifier parameter points at, as words: ``pullNumber`` → pull, pr; ``sub_issue_id`` → sub, issue.
     A description that says "issue or pull request number" adds the pull-request words."""
@@ -107,20 +103,21 @@ def _kind_words(name: str, prop: Mapping[str, Any]) -> set[str]:
     return kind
 
 
-def result_identifiers(results: Sequence[str]) -> set[str]:
+def result_identifiers(results: Sequence[str], request: str = "") -> set[str]:
     """Identifier values that earlier results of the same turn pinned down, as strings: the scalar values of fields
     named like identifiers (``number``, ``id``, ``issue_number``, ``pullNumber`` …) in a JSON object, or in the one
     row of a list that returned exactly one (bare, or wrapped as ``{"items": [...], "total_count": 1}``), and the
     ``#N`` of a plain-text output that names exactly one. The number a search returned is then the next call's to
-    use; a list of several leaves the choice open, so a number picked from it is not given (the request did not say
-    which)."""
+    use. A list of several leaves the choice open, so a number picked from it is not given, unless ``request``
+    describes one row better than every other (:func:`described_row`: "close the rate limiting issue" and a search
+    that also returned an issue about API keys)."""
     found: set[str] = set()
 
     def walk(v: Any) -> None:
         if isinstance(v, dict):
             for k, x in v.items():
                 scalar = isinstance(x, int | str) and not isinstance(x, bool)
-                if scalar and isinstance(k, str) and _IDENTIFIER.search(k):
+                if scalar and isinstance(k, str) and IDENTIFIER.search(k):
                     found.add(str(x))
                 walk(x)
         elif isinstance(v, list):
@@ -140,7 +137,29 @@ def result_identifiers(results: Sequence[str]) -> set[str]:
             walk(data)
         elif len(rows) == 1:
             walk(rows[0])
+        elif request and (row := described_row(rows, request)) is not None:
+            walk(row)
     return found
+
+
+# Words a request names any object with, so they tell no row from another ("the bug about …", "that issue").
+_GENERIC = frozenset({"issue", "issues", "pr", "prs", "pull", "request", "bug", "about", "please", "can", "you"})
+
+
+def described_row(rows: Sequence[Any], request: str) -> Any | None:
+    """The row of a list whose title (or name) shares more words with ``request`` than any other row's does, with
+    at least one shared: the object the request describes. None when no row or two rows match best. The words of an
+    ``owner/repo`` the request names do not count (every row of a repository's search has them)."""
+    scope = {w for ref in re.findall(r"[\w.-]+/[\w.-]+", request) for w in words(ref)}
+    asked = {w for w in words(request) if len(w) > 2} - FILLER - _GENERIC - scope
+    scored = []
+    for row in rows:
+        label = row.get("title") or row.get("name") if isinstance(row, dict) else None
+        scored.append(len(words(label) & asked) if isinstance(label, str) else 0)
+    best = max(scored, default=0)
+    if best == 0 or scored.count(best) > 1:
+        return None
+    return rows[scored.index(best)]
 
 
 def ungrounded_identifiers(
@@ -162,10 +181,16 @@ def ungrounded_identifiers(
     returned (:func:`result_identifiers`) is given too."""
     props = tool.input_schema.get("properties") or {}
     required = set(tool.input_schema.get("required") or [])
-    returned = result_identifiers(results)
+    returned = result_identifiers(results, request)
+    # Text the request gives as another argument's value is not where it names its object: in "Leave a comment
+    # 'Handled in #5' on the issue about rate limiting", 5 is part of the comment (measured: the comment went on #5)
+    own = request
+    for v in args.values():
+        if isinstance(v, str) and " " in v.strip() and v.strip() in own:
+            own = own.replace(v.strip(), " ")
 
     def given(name: str, value: Any, prop: Mapping[str, Any]) -> bool:
-        if _grounded(value, prop, name, request, words(request)) or str(value) in returned:
+        if _grounded(value, prop, name, own, words(own)) or str(value) in returned:
             return True
         kind = _kind_words(name, prop)
         for m in history:
@@ -180,7 +205,7 @@ def ungrounded_identifiers(
         k: v
         for k, v in args.items()
         if k in required
-        and _IDENTIFIER.search(k)
+        and IDENTIFIER.search(k)
         and not isinstance(v, bool)
         and isinstance(v, int | float | str)
         and not given(k, v, props.get(k) or {})

@@ -383,9 +383,19 @@ def _changes_not_made(steps: list[_Step], not_run: list[str]) -> str | None:
     if not (failed or not_run) or any(s.writes for s in steps):
         return None
     why = [f"{s.tool.name} failed: {_first_line(s.text)}" for s in failed] + [x.rstrip(".") for x in not_run]
-    found = [f"{s.tool.name} returned {surrogate(s.text)}" for s in steps if not s.may_write and not s.is_error]
+    found = [_found(s) for s in steps if not s.may_write and not s.is_error]
     out = "Nothing was changed: " + "; ".join(why) + "."
     return out + (" What I found: " + "; ".join(found) + "." if found else "")
+
+
+def _found(s: _Step) -> str:
+    """One read of a written answer: what it found, the tool's output quoted as data (in backticks), or that it
+    found nothing, said in words ("the dark mode PR" a search did not find is what the user must learn)."""
+    if carries_nothing(s.text):
+        args = json.dumps(s.arguments, ensure_ascii=False)
+        return f"{s.tool.name} found nothing matching {args}"
+    data = surrogate(s.text).replace("`", "'")
+    return f"{s.tool.name} returned `{data}`"
 
 
 def _first_line(text: str, limit: int = 200) -> str:

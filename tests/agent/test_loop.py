@@ -251,6 +251,28 @@ def test_a_value_from_an_earlier_result_is_given_and_an_invented_one_is_refused(
     assert ungrounded_identifiers(tool, {**comment, "issue_number": 3}, request, results=[several]) == {
         "issue_number": 3
     }
+    # several rows, one of which the request describes better than any other: that row's number is given
+    found = json.dumps(
+        {
+            "total_count": 3,
+            "items": [
+                {"number": 9, "title": "Support API keys in addition to bearer tokens"},
+                {"number": 2, "title": "Add rate limiting to public endpoints"},
+                {"number": 4, "title": "Rate the docs"},
+            ],
+        }
+    )
+    assert result_identifiers([found], request) == {"2"} and result_identifiers([found]) == set()
+    assert ungrounded_identifiers(tool, comment, request, results=[found]) == {}
+    assert ungrounded_identifiers(tool, {**comment, "issue_number": 9}, request, results=[found]) == {"issue_number": 9}
+    # a tie, or words only the repository name and "issue" share, describe no row
+    assert result_identifiers([found], "comment on the acme/api issue about the rate") == set()
+    assert result_identifiers([found], "comment on the acme/api issue about the api") == set()
+    # a number inside the text the request gives as another value (the comment) names no object
+    quoted = "Leave a comment 'Handled in #5' on the acme/api issue about rate limiting."
+    handled = {**comment, "issue_number": 5, "body": "Handled in #5"}
+    assert ungrounded_identifiers(tool, handled, quoted) == {"issue_number": 5}
+    assert ungrounded_identifiers(tool, handled, "comment 'Handled in #5' on acme/api issue 5") == {}
 
     for number, ran in ((2, True), (7, False)):
         _write_args(monkeypatch, lambda name, n=number: {**comment, "issue_number": n} if "comment" in name else {})
@@ -365,12 +387,47 @@ def test_next_step_routing_asks_only_when_a_change_is_asked_and_never_offers_a_w
     router.next_step("comment 'done' on the acme/api issue about rate limiting, then close it", [], broke)
     assert picks.pools[-1] and all(tools[k].read_only_hint is True for k in picks.pools[-1])
     n_before = len(picks.pools)
-    # a write refused before it ran (a number nobody gave) is offered again once a lookup ran
+    # a write refused before it ran (a number nobody gave), then a lookup: the write again, with no decision
     refused = [CallSoFar(COMMENT, {"issue_number": 7}, "not run", failed=True, ran=False), *searched]
-    router.next_step("comment 'done' on the acme/api issue about rate limiting", [], refused)
-    assert len(picks.pools) == n_before + 1 and COMMENT in picks.pools[-1]
+    out = router.next_step("comment 'done' on the acme/api issue about rate limiting", [], refused)
+    assert out.tool == COMMENT and out.decision == "auto" and len(picks.pools) == n_before
     assert steps_named("close it") == 1 and steps_named("create it and then show me the list") == 3
     assert steps_named("list the open pull requests") == 0
+
+
+def test_a_change_that_could_not_be_made_is_looked_up_then_made_again_once(tools: dict[str, Tool]) -> None:
+    """The plan after a refused or failed write: a read-only lookup of the same server that needs no identifier,
+    then the write again; the decision is asked for neither, and again only when the plan has no step left."""
+    router = AgentRouter.create(list(tools.values()), RouterOptions(embedder="minilm"), None)
+    picks = _Picks()
+    router.router.reranker = picks  # type: ignore[assignment]
+    ask = "comment 'done' on the acme/api issue about rate limiting"
+    for first in (
+        CallSoFar(COMMENT, {"issue_number": 7}, "not run", failed=True, ran=False),
+        CallSoFar(COMMENT, {"issue_number": 7}, "404 Not Found", failed=True),
+    ):
+        out = router.next_step(ask, [], [first])
+        lookup = router.router.tools[out.tool or ""]
+        assert out.decision == "auto" and picks.pools == []
+        assert lookup.server == "github" and lookup.read_only_hint is True and not lookup.requires_identifier
+        found = CallSoFar(lookup.qualified_name, {"query": "rate limiting"}, '{"total_count":1,"items":[{"number":2}]}')
+        assert router.next_step(ask, [], [first, found]).tool == COMMENT and picks.pools == []
+        # a lookup that found nothing: no retry, the decision reads it (a write that ran and failed is not offered)
+        empty = CallSoFar(lookup.qualified_name, {"query": "x"}, '{"total_count":0,"items":[]}')
+        router.next_step(ask, [], [first, empty])
+        assert len(picks.pools) == 1 and (COMMENT in picks.pools[-1]) == (not first.ran)
+        # the write made again and failed again: no second retry, only reads are offered
+        again = CallSoFar(COMMENT, {"issue_number": 2}, "boom", failed=True)
+        router.next_step(ask, [], [first, found, again])
+        assert len(picks.pools) == 2 and all(tools[k].read_only_hint is True for k in picks.pools[-1])
+        picks.pools.clear()
+    # looked up before the write failed: the decision reads what was found
+    looked = [
+        CallSoFar(SEARCH, {"query": "rate limiting"}, '{"number": 2}'),
+        CallSoFar(COMMENT, {}, "boom", failed=True),
+    ]
+    router.next_step(ask, [], looked)
+    assert len(picks.pools) == 1
 
 
 @pytest.mark.parametrize(
@@ -442,11 +499,18 @@ def test_when_every_change_failed_the_answer_is_written_from_the_calls_not_by_th
     assert answer.type == "answer", [e.type for e in events]
     text = answer.text  # type: ignore[union-attr]
     assert text.startswith("Nothing was changed: add_issue_comment failed: Validation Failed: issue 2 is locked.")
-    assert "search_issues returned" in text and "API rate limiting" in text  # what the search found
+    assert "search_issues returned `" in text and "API rate limiting" in text  # what the search found, quoted
     assert [e.text for e in events if e.type == "token"] == [text]  # type: ignore[union-attr]
     assert convo.turns[-1].answer == text and len(convo.turns[-1].calls()) == 2
     # the model wrote no answer: only the steps' own prompts were rendered (no answer prompt after the comment)
     assert not any("I made these tool calls" in m[-1]["content"] for m in chats[rendered:])
+
+    # a search that found nothing says so in words (the user must learn that the object was not found)
+    results[SEARCH] = CallResult('{"total_count": 0, "incomplete_results": false, "items": []}', False)
+    events = []
+    run_turn(_deps(engine, _Script(SEARCH, [COMMENT, None]), tools, [], results), convo, REQUEST, events.append)
+    assert "search_issues found nothing matching {" in events[-1].text  # type: ignore[union-attr]
+    results[SEARCH] = CallResult(FOUND, False)
 
     # a change that succeeded: the model answers, as before
     results[COMMENT] = CallResult('{"id": 99, "html_url": "https://github.com/acme/api/issues/2#c99"}', False)

@@ -126,6 +126,7 @@ def test_the_bench_counts_claims_in_prose_and_matches_calls_by_qualified_name() 
     assert not bench.claims_write("The issue was not closed.")
     # quoted tool data is not a claim
     assert not bench.claims_write('Nothing was changed. Found: {"number": 3, "state": "closed"}.')
+    assert not bench.claims_write("Nothing was changed. What I found: git_diff_staged returned `Staged changes: a`.")
     task = next(t for t in load_tasks() if t.servers[0] == "github" and t.kind == "multi")
     write = "github__add_issue_comment"
     ran = [{"name": "add_issue_comment", "arguments": {}, "is_error": False}]  # a bare name, as older rows hold
