@@ -352,7 +352,14 @@ def _loop(
             break
         steps.append(got)
         tried.append(
-            CallSoFar(got.qualified, got.arguments, step_view(got.text, request, CALL_CHARS), got.is_error, got.writes)
+            CallSoFar(
+                got.qualified,
+                got.arguments,
+                step_view(got.text, request, CALL_CHARS),
+                got.is_error,
+                got.writes,
+                empty=carries_nothing(got.text),
+            )
         )
         _record(turn, got)
         if step >= deps.max_steps:

@@ -43,6 +43,9 @@ class CallSoFar:
     failed: bool = False
     wrote: bool = False  # a tool that may write, and it succeeded
     ran: bool = True  # False: refused before it ran (an identifier nobody gave), so a lookup may make it possible
+    # its whole output was an empty result set (``agent.history.carries_nothing``, judged on the output itself: the
+    # compact ``result`` of ``{"total_count": 0, "items": []}`` reads "0 items:")
+    empty: bool = False
 
 
 # Verbs of a change, in the base form a request for one uses ("close that issue", "can you assign …"): a request

@@ -14,7 +14,6 @@ floors, the exemplar test's vectors) and :class:`Router` (the decision), built b
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -96,12 +95,6 @@ class RouteResult:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _found_something(result: str) -> bool:
-    """Whether a lookup's compact result holds anything: not empty, no empty list, no ``total_count`` of 0."""
-    text = "".join(result.split())
-    return bool(text) and text not in ("[]", "{}", "null") and not re.search(r'"total_count":0(?!\d)', text)
 
 
 @dataclass
@@ -503,7 +496,7 @@ class Router:
             and last.ran
             and not last.failed
             and tool.read_only_hint is True
-            and _found_something(last.result)
+            and not last.empty
         ):
             return Candidate(before.tool, 1.0, 0.0, 0.0)  # the change again, now that its object was looked up
         return None

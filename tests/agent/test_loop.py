@@ -413,7 +413,7 @@ def test_a_change_that_could_not_be_made_is_looked_up_then_made_again_once(tools
         found = CallSoFar(lookup.qualified_name, {"query": "rate limiting"}, '{"total_count":1,"items":[{"number":2}]}')
         assert router.next_step(ask, [], [first, found]).tool == COMMENT and picks.pools == []
         # a lookup that found nothing: no retry, the decision reads it (a write that ran and failed is not offered)
-        empty = CallSoFar(lookup.qualified_name, {"query": "x"}, '{"total_count":0,"items":[]}')
+        empty = CallSoFar(lookup.qualified_name, {"query": "x"}, "0 items:\n", empty=True)
         router.next_step(ask, [], [first, empty])
         assert len(picks.pools) == 1 and (COMMENT in picks.pools[-1]) == (not first.ran)
         # the write made again and failed again: no second retry, only reads are offered
@@ -508,12 +508,17 @@ def test_when_every_change_failed_the_answer_is_written_from_the_calls_not_by_th
     # a search that found nothing says so in words (the user must learn that the object was not found)
     results[SEARCH] = CallResult('{"total_count": 0, "incomplete_results": false, "items": []}', False)
     events = []
-    run_turn(_deps(engine, _Script(SEARCH, [COMMENT, None]), tools, [], results), convo, REQUEST, events.append)
+    script = _Script(SEARCH, [COMMENT, None])
+    run_turn(_deps(engine, script, tools, [], results), convo, REQUEST, events.append)
     assert "search_issues found nothing matching {" in events[-1].text  # type: ignore[union-attr]
+    # the next-step decision is told the search was empty (its compact result only reads "0 items:")
+    assert script.seen[0][0].tool == SEARCH and script.seen[0][0].empty
     results[SEARCH] = CallResult(FOUND, False)
 
     # a change that succeeded: the model answers, as before
     results[COMMENT] = CallResult('{"id": 99, "html_url": "https://github.com/acme/api/issues/2#c99"}', False)
     events = []
-    run_turn(_deps(engine, _Script(SEARCH, [COMMENT, None]), tools, [], results), convo, REQUEST, events.append)
+    script = _Script(SEARCH, [COMMENT, None])
+    run_turn(_deps(engine, script, tools, [], results), convo, REQUEST, events.append)
+    assert not script.seen[0][0].empty  # the search found the issue
     assert events[-1].type == "answer" and not events[-1].text.startswith("Nothing was changed")  # type: ignore[union-attr]
