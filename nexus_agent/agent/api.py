@@ -53,6 +53,9 @@ from nexus_agent.agent.view import MAX_ITEMS, AnswerView
 from nexus_agent.backend import Backend, LocalBackend, RemoteBackend, RemoteConfig, RemoteError, check_base_url
 from nexus_agent.backend.decision import Messages
 from nexus_agent.engine import CHAT, MAIN, Engine, EngineConfig
+from nexus_agent.examples import ExampleSet, gather
+from nexus_agent.examples.uses import ARMS as EXAMPLE_ARMS
+from nexus_agent.examples.uses import example_uses
 from nexus_agent.kv.budget import KVBudget
 from nexus_agent.kv.policies import EVICT_CHOICES, check_evict
 from nexus_agent.mcp import (
@@ -73,6 +76,12 @@ from nexus_agent.splice.mode import SpliceMode
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = defaults.CHAT_MODEL
+
+
+def check_examples(name: str) -> str:
+    example_uses(name)  # a ValueError names the known settings
+    return name
+
 
 ConfirmFn = Callable[[str, dict[str, Any], Mapping[str, Any] | None], bool | Awaitable[bool]]
 
@@ -127,6 +136,12 @@ class AgentConfig(BaseModel):
     evict: Annotated[
         str, AfterValidator(check_evict), WithJsonSchema({"type": "string", "enum": list(EVICT_CHOICES)})
     ] = "nexus"
+    # where the servers' verified usage examples are used (docs/examples.md): "all", "none", or one use alone
+    # ("keys": routing keys, "arguments": argument writing; "retrieved": all, with the argument writer's examples
+    # the closest to each request instead of a fixed set)
+    examples: Annotated[
+        str, AfterValidator(check_examples), WithJsonSchema({"type": "string", "enum": list(EXAMPLE_ARMS)})
+    ] = defaults.EXAMPLES
 
     @field_validator("engine")
     @classmethod
@@ -168,6 +183,7 @@ class NexusAgent:
         self.router: TurnRouter | None = None
         self._tools: dict[str, Tool] = {}
         self._annotations: dict[str, Mapping[str, Any] | None] = {}
+        self.examples = ExampleSet()  # the servers' usage examples (nexus_agent/examples), gathered at start
         self._loop: asyncio.AbstractEventLoop | None = None
         # server -> the event sinks of the turns now calling one of its tools (the last one is asked an elicitation)
         self._asking: dict[str, list[Callable[[Event], None]]] = {}
@@ -224,6 +240,10 @@ class NexusAgent:
         for name, why in hub.failures.items():
             self._notice(f"MCP server {name!r} failed to start: {why}")
         self._index_tools()
+        uses = example_uses(self.cfg.examples)
+        if uses.any:
+            user_files = {name: getattr(server, "examples", None) for name, server in servers.items()}
+            self.examples = gather(self._tools.values(), user_files, self._notice)
         if loading is not None:
             self.backend = await loading
         else:
@@ -244,7 +264,9 @@ class NexusAgent:
         # disk, in well under a second), not here: the context's cells are shared by every lane, so while a lane
         # holds them every decode in the others attends over them too, 15 % slower per token on 2 cores
         # (docs/measurements.md#turn-latency), a cost a session of auto-routed requests would pay for nothing.
-        self.router = await asyncio.to_thread(AgentRouter.create, list(self._tools.values()), options, self.backend)
+        self.router = await asyncio.to_thread(
+            AgentRouter.create, list(self._tools.values()), options, self.backend, self.examples, uses
+        )
         hub.add_tools_listener(self._on_tools_changed)
 
     def _open_local(self) -> LocalBackend:
@@ -412,6 +434,7 @@ class NexusAgent:
             compact=self.cfg.answer_view == AnswerView.COMPACT,
             max_items=self.cfg.answer_items,
             max_steps=self.cfg.max_steps,
+            examples=example_uses(self.cfg.examples),
             cancelled=cancel.is_set,
             lane=lane,
         )

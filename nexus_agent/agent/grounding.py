@@ -132,18 +132,24 @@ def result_identifiers(results: Sequence[str], request: str = "") -> set[str]:
             found.update(refs if len(refs) == 1 else ())
             continue
         lists = [v for v in data.values() if isinstance(v, list)] if isinstance(data, dict) else []
-        rows = data if isinstance(data, list) else lists[0] if len(lists) == 1 else None
-        if rows is None:
-            walk(data)
-        elif len(rows) == 1:
-            walk(rows[0])
+        rows = data if isinstance(data, list) else lists[0] if len(lists) == 1 else [data]
+        if len(rows) == 1 and (not request or _label(rows[0]) is None):
+            walk(rows[0])  # one object with nothing to tell it by (a commit, a file): the read pinned it down
         elif request and (row := described_row(rows, request)) is not None:
+            # a list's row, or a single object (an issue read by a number nobody gave), counts only when the request
+            # describes it: measured, "close the issue about X" with no such issue read #1 and wrote to it
             walk(row)
     return found
 
 
 # Words a request names any object with, so they tell no row from another ("the bug about …", "that issue").
 _GENERIC = frozenset({"issue", "issues", "pr", "prs", "pull", "request", "bug", "about", "please", "can", "you"})
+
+
+def _label(row: Any) -> str | None:
+    """What a result row is known by: its title or name."""
+    label = row.get("title") or row.get("name") if isinstance(row, dict) else None
+    return label if isinstance(label, str) and label.strip() else None
 
 
 def described_row(rows: Sequence[Any], request: str) -> Any | None:
@@ -154,8 +160,9 @@ def described_row(rows: Sequence[Any], request: str) -> Any | None:
     asked = {w for w in words(request) if len(w) > 2} - FILLER - _GENERIC - scope
     scored = []
     for row in rows:
-        label = row.get("title") or row.get("name") if isinstance(row, dict) else None
-        scored.append(len(words(label) & asked) if isinstance(label, str) else 0)
+        label = _label(row)
+        # "timezones" in the request names the issue titled "… timezone …" (mentioned: a shared prefix)
+        scored.append(sum(mentioned({w}, words(label)) for w in asked) if label is not None else 0)
     best = max(scored, default=0)
     if best == 0 or scored.count(best) > 1:
         return None

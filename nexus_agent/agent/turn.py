@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from nexus_agent.agent.args import ArgumentWriter
@@ -51,6 +52,7 @@ from nexus_agent.agent.prompts import (
     LATER_STEP,
     NO_TOOL,
     NOTHING_CHANGED,
+    REPAIR,
     SYSTEM_CHAT,
     SYSTEM_MAIN,
     TOOL_DATA,
@@ -65,6 +67,8 @@ from nexus_agent.agent.view import MAX_ITEMS, answer_view, step_view, whole
 from nexus_agent.backend import Backend
 from nexus_agent.backend.decision import Messages
 from nexus_agent.engine import CHAT, MAIN
+from nexus_agent.examples import Usage
+from nexus_agent.examples.uses import ExampleUses
 from nexus_agent.registry import Tool
 from nexus_agent.routing.followup import CallSoFar, PreviousTurn, asks_for_change
 from nexus_agent.routing.rerank.llm_choice import RESULT_CHARS as CALL_CHARS
@@ -80,6 +84,7 @@ class RouteOutcome:
     tool: str | None
     candidates: list[tuple[str, float]]
     latency_ms: float
+    operation: str | None = None  # a consolidated tool's operation, chosen with it (ExampleUses.operations)
 
 
 class TurnRouter(Protocol):
@@ -95,6 +100,11 @@ class TurnRouter(Protocol):
 
     def warm(self) -> None:
         """Load (or decode once) routing's stable prompt heads, before the first request needs them."""
+        ...
+
+    def examples_for(self, query: str, tool: str, operation: str | None, uses: ExampleUses) -> list[Usage]:
+        """The examples argument writing shows for ``tool`` (and ``operation``), as ``uses.arguments`` says:
+        none, a fixed set, or the ones closest to ``query``."""
         ...
 
     def after_turn(self) -> None:
@@ -145,6 +155,7 @@ class TurnDeps:
     compact: bool = True  # answers read a compact view of the tool output (agent/view.py); False: the whole output
     max_items: int = MAX_ITEMS  # rows of a listed result the answer reads
     max_steps: int = 1  # calls one request may make (the agent loop; 1: one call, answered at once)
+    examples: ExampleUses = field(default_factory=ExampleUses)  # where the session's examples are used
 
 
 def run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit) -> None:
@@ -224,6 +235,7 @@ def _run_turn(
             RouteEvent(
                 decision=route.decision,
                 tool=route.tool,
+                operation=route.operation,
                 candidates=[Candidate(name=n, score=s) for n, s in route.candidates],
                 latency_ms=route.latency_ms,
             )
@@ -231,7 +243,7 @@ def _run_turn(
         if route.tool is None:
             messages, seq = _without_tool(deps, request, window, history)
         else:
-            loop = _loop(deps, route.tool, request, window, history, emit, check, turn)
+            loop = _loop(deps, route.tool, route.operation, request, window, history, emit, check, turn)
             if loop is None:
                 return
             if isinstance(loop, str):  # every change it tried failed: the answer is written from the calls
@@ -306,6 +318,7 @@ def _without_tool(
 def _loop(
     deps: TurnDeps,
     first: str,
+    first_op: str | None,
     request: str,
     window: list[dict[str, str]],
     history: list[dict[str, str]],
@@ -321,9 +334,9 @@ def _loop(
     tried: list[CallSoFar] = []  # what the next-step decision reads: the calls that ran, and a refused first one
     not_run: list[str] = []  # writes that did not run (refused, not confirmed, no valid arguments): why
     note = ""
-    qualified, step = first, 1
+    qualified, operation, step = first, first_op, 1
     while True:
-        got = _call_step(deps, qualified, request, history, steps, step, emit, check)
+        got = _call_step(deps, qualified, operation, request, history, steps, step, emit, check)
         if isinstance(got, _Halt) and step == 1:
             if got.stage == "skip":
                 return _without_tool(deps, request, window, history)
@@ -341,7 +354,7 @@ def _loop(
             emit(ToolSkippedEvent(name=got.name, server=got.server, reason=got.message, step=step))
             step += 1
             _emit_route(emit, nxt, step)
-            qualified = nxt.tool
+            qualified, operation = nxt.tool, nxt.operation
             continue
         if isinstance(got, _Halt):
             if got.stage != "skip":  # the policy's Skip was reported by _call_step
@@ -350,6 +363,13 @@ def _loop(
             if got.stage != "repeat" and needs_confirmation(deps.annotations(qualified)):
                 not_run.append(f"{got.name or qualified.split('__', 1)[-1]} was not run: {got.message}")
             break
+        if got.may_write and got.is_error and deps.examples.repair and repairable(got.text, got.tool):
+            # a write that ran and failed on a parameter is written again once, told the error (today's model
+            # repeated the failed arguments when the loop offered the write again)
+            _record(turn, got)
+            again = _call_step(deps, qualified, operation, request, history, steps, step, emit, check, repair=got)
+            if isinstance(again, _Step):
+                got = again
         steps.append(got)
         tried.append(
             CallSoFar(
@@ -374,10 +394,29 @@ def _loop(
         _emit_route(emit, nxt, step)
         if nxt.tool is None:
             break
-        qualified = nxt.tool
+        qualified, operation = nxt.tool, nxt.operation
     if (failed := _changes_not_made(steps, not_run)) is not None:
         return failed
     return _answer_prompt(deps, request, history, steps, note), deps.lane
+
+
+# An error that names what to change in the arguments: a parameter, a missing or required value, an unsupported or
+# invalid field. A 404 ("no such issue") is not one: other arguments cannot make a missing object exist.
+_FIXABLE = re.compile(
+    r"\b(?:missing|required|unsupported|not supported|unknown (?:field|parameter|argument|key)|"
+    r"invalid (?:argument|parameter|field|value)s?|not allowed|cannot be combined)\b",
+    re.IGNORECASE,
+)
+
+
+def repairable(error: str, tool: Tool) -> bool:
+    """Whether a failed call's ``error`` says what to change in its arguments (:data:`_FIXABLE`, or one of the
+    tool's parameter names as a word), and is not a not-found."""
+    if re.search(r"\b404\b|not found|does not exist", error, re.IGNORECASE):
+        return False
+    params = tool.input_schema.get("properties") or {}
+    named = any(re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])", error) for p in params)
+    return named or bool(_FIXABLE.search(error))
 
 
 def _changes_not_made(steps: list[_Step], not_run: list[str]) -> str | None:
@@ -424,6 +463,7 @@ def _emit_route(emit: Emit, nxt: RouteOutcome, step: int) -> None:
         RouteEvent(
             decision=nxt.decision,
             tool=nxt.tool,
+            operation=nxt.operation,
             candidates=[Candidate(name=n, score=s) for n, s in nxt.candidates],
             latency_ms=nxt.latency_ms,
             step=step,
@@ -453,28 +493,50 @@ def _record(turn: Turn, step: _Step) -> None:
 def _call_step(
     deps: TurnDeps,
     qualified: str,
+    operation: str | None,
     request: str,
     history: list[dict[str, str]],
     steps: list[_Step],
     step: int,
     emit: Emit,
     check: Callable[[], None],
+    repair: _Step | None = None,
 ) -> _Step | _Halt:
-    """Write arguments for ``qualified``, hold or run it: the call that ran, or why it did not (``_Halt``)."""
+    """Write arguments for ``qualified`` (its ``operation`` fixed, when routing chose one), hold or run it: the call
+    that ran, or why it did not (``_Halt``). ``repair``: the same tool's call that just failed on a parameter; the
+    arguments are written again, told its error, beside the tool's closest example."""
     tool = deps.tools().get(qualified)
     if tool is None:
         return _Halt("route", f"routed to {qualified}, which is no longer offered")
     check()
     try:
         note = _steps_note(request, steps) if steps else None
-        result = ArgumentWriter(deps.backend, lane=deps.lane).write(tool, request, history, note=note)
+        if repair is not None:
+            failed = REPAIR.format(
+                tool=tool.name, args=json.dumps(repair.arguments, ensure_ascii=False), error=_first_line(repair.text)
+            )
+            note = f"{note}\n{failed}" if note else failed
+            examples = deps.router.examples_for(
+                request, qualified, operation, replace(deps.examples, arguments="retrieved", arg_examples=1)
+            )
+        else:
+            examples = deps.router.examples_for(request, qualified, operation, deps.examples)
+        result = ArgumentWriter(deps.backend, lane=deps.lane).write(
+            tool,
+            request,
+            history,
+            note=note,
+            examples=examples,
+            operation=operation,
+            results=[st.text for st in steps],
+        )
     except Exception as e:  # the engine failed (a remote server down, a full context): the turn ends here
         return _Halt("arguments", f"argument writing for {tool.name} failed: {e}", tool.name, tool.server)
     if result.arguments is None:
         why = f"could not write valid arguments for {tool.name}: {result.schema_error}"
         return _Halt("arguments", why, tool.name, tool.server)
     args = result.arguments
-    if any(s.qualified == qualified and s.arguments == args for s in steps):
+    if any(s.qualified == qualified and s.arguments == args for s in [*steps, *([repair] if repair else [])]):
         why = f"it would call {tool.name} again with the same arguments, so the loop stopped"
         return _Halt("repeat", why, tool.name, tool.server)
     annotations = deps.annotations(qualified)

@@ -12,5 +12,15 @@ from nexus_agent.examples.bank import (
     load_examples,
     shipped_bank_files,
 )
+from nexus_agent.examples.sets import ExampleSet, Usage, gather
 
-__all__ = ["Example", "ExampleCall", "ExamplesError", "load_examples", "shipped_bank_files"]
+__all__ = [
+    "Example",
+    "ExampleCall",
+    "ExampleSet",
+    "ExamplesError",
+    "Usage",
+    "gather",
+    "load_examples",
+    "shipped_bank_files",
+]

@@ -112,7 +112,7 @@ class Calibration:
         vecs = self.index.cache.documents([self.index.document(k) for k in keys])
         out: list[str] = []
         for a, _b in adversarial_pairs(vecs):
-            held = self.index.synthetic.get(keys[a], [])[self.cfg.retrieval.n_synthetic_indexed :]
+            held = self.index.synthetic_of(keys[a])[self.cfg.retrieval.n_synthetic_indexed :]
             out += held or [first_sentence(self.index.tools[keys[a]].description)]
         return [q for q in out if q.strip()]
 
@@ -158,7 +158,8 @@ class Calibration:
             for i, k in enumerate(self.index.slb.keys):
                 t = self.index.tools[k]
                 own = [
-                    *self.index.synthetic.get(k, [])[: self.cfg.no_tool.own_requests],
+                    *self.index.synthetic_of(k)[: self.cfg.no_tool.own_requests],
+                    *self.index.example_requests(k),
                     first_sentence(t.description) or t.name,
                 ]
                 own = [for_retrieval(q, self.cfg.retrieval.expand) for q in own]

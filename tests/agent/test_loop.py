@@ -89,6 +89,9 @@ class _Script:
     def after_turn(self) -> None:
         pass
 
+    def examples_for(self, query: str, tool: str, operation: str | None, uses: Any) -> list[Any]:
+        return []
+
     def apply_diff(self, changed: list[Tool], removed: list[str]) -> None:
         pass
 
@@ -350,7 +353,9 @@ class _Picks:
     def __init__(self) -> None:
         self.pools: list[list[str]] = []
 
-    def next_step(self, query: str, candidates: Sequence[Tool], calls: Sequence[CallSoFar]) -> Any:
+    def next_step(
+        self, query: str, candidates: Sequence[Tool], calls: Sequence[CallSoFar], examples: Sequence[Any] = ()
+    ) -> Any:
         self.pools.append([t.qualified_name for t in candidates])
         return SimpleNamespace(scores=[0.0] * len(candidates), choice=candidates[0].qualified_name)
 
