@@ -55,7 +55,7 @@ Pattern = Literal["find-then-act", "read-then-write", "act-then-check"]
 Server = Literal["github", "filesystem", "git"]
 SERVERS: tuple[str, ...] = ("github", "filesystem", "git")
 # Deterministic commits in the git fixture: one fixed clock, advanced a minute per commit.
-_GIT_EPOCH = 1764579600  # 2025-12-01T09:00:00Z
+GIT_EPOCH = 1764579600  # 2025-12-01T09:00:00Z
 
 
 class GoldCall(BaseModel):
@@ -140,7 +140,7 @@ def _sha(data: bytes) -> str:
     return hashlib.sha1(data).hexdigest()[:12]
 
 
-def _git(cwd: Path, *args: str, env: Mapping[str, str] | None = None, git_dir: Path | None = None) -> str:
+def run_git(cwd: Path, *args: str, env: Mapping[str, str] | None = None, git_dir: Path | None = None) -> str:
     argv = ["git", *([f"--git-dir={git_dir}"] if git_dir else []), *args]
     full_env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", **(env or {})}
     proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=full_env, check=True)
@@ -182,8 +182,8 @@ class Workspace:
         shutil.rmtree(self.template, ignore_errors=True)
         self.template.mkdir(parents=True)
         _build_github(self.template / "github", fx["github"][self.fixture])
-        _build_files(self.template / "files", fx["filesystem"][self.fixture])
-        _build_git(self.template / "repo", fx["git"][self.fixture])
+        build_files(self.template / "files", fx["filesystem"][self.fixture])
+        build_git(self.template / "repo", fx["git"][self.fixture])
         for d in (self.gh_dir, self.fs_dir, self.git_dir):
             d.mkdir(parents=True, exist_ok=True)
         self.reset()
@@ -195,16 +195,12 @@ class Workspace:
 
     def reset(self) -> None:
         """Put every server's state back to the template, in place (the server processes keep running)."""
-        src_db, dst_db = self.template / "github" / DB_NAME, self.gh_dir / DB_NAME
-        with closing(sqlite3.connect(src_db)) as src, closing(sqlite3.connect(dst_db)) as dst:
-            src.backup(dst)
-        shutil.rmtree(self.gh_dir / "repos", ignore_errors=True)
-        shutil.copytree(self.template / "github" / "repos", self.gh_dir / "repos", symlinks=True)
-        _replace_contents(self.fs_dir, self.template / "files")
-        _replace_contents(self.git_dir, self.template / "repo")
+        restore_github(self.gh_dir, self.template / "github")
+        replace_contents(self.fs_dir, self.template / "files")
+        replace_contents(self.git_dir, self.template / "repo")
 
     def snapshot(self) -> dict[str, str]:
-        return {**_github_state(self.gh_dir), **_files_state(self.fs_dir), **_git_state(self.git_dir)}
+        return {**github_state(self.gh_dir), **files_state(self.fs_dir), **git_state(self.git_dir)}
 
     def store(self) -> Store:
         return Store(self.gh_dir / DB_NAME)
@@ -231,7 +227,17 @@ class Workspace:
         }
 
 
-def _replace_contents(dst: Path, src: Path) -> None:
+def restore_github(dst: Path, src: Path) -> None:
+    """Put the sandbox data in ``src`` (database and git repositories) in place in ``dst``, where a server may be
+    running: the database through SQLite's backup API (the server's connection stays valid), the repositories
+    copied again."""
+    with closing(sqlite3.connect(src / DB_NAME)) as s, closing(sqlite3.connect(dst / DB_NAME)) as d:
+        s.backup(d)
+    shutil.rmtree(dst / "repos", ignore_errors=True)
+    shutil.copytree(src / "repos", dst / "repos", symlinks=True)
+
+
+def replace_contents(dst: Path, src: Path) -> None:
     """Empty ``dst`` (keeping the folder itself, which a server may hold as its root) and copy ``src`` into it."""
     dst.mkdir(parents=True, exist_ok=True)
     for child in dst.iterdir():
@@ -263,7 +269,7 @@ def _build_github(data_dir: Path, fx: Mapping[str, Any]) -> None:
         sb.close()
 
 
-def _build_files(root: Path, fx: Mapping[str, Any]) -> None:
+def build_files(root: Path, fx: Mapping[str, Any]) -> None:
     root.mkdir(parents=True)
     for rel, text in fx["files"].items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -272,30 +278,36 @@ def _build_files(root: Path, fx: Mapping[str, Any]) -> None:
         (root / rel).mkdir(parents=True, exist_ok=True)
 
 
-def _build_git(repo: Path, fx: Mapping[str, Any]) -> None:
+def build_git(repo: Path, fx: Mapping[str, Any]) -> None:
     repo.mkdir(parents=True)
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "config", "user.name", fx["user"]["name"])
-    _git(repo, "config", "user.email", fx["user"]["email"])
+    run_git(repo, "init", "-q", "-b", "main")
+    run_git(repo, "config", "user.name", fx["user"]["name"])
+    run_git(repo, "config", "user.email", fx["user"]["email"])
     for i, commit in enumerate(fx["commits"]):
         branch = commit["branch"]
         if "from" in commit:
-            _git(repo, "checkout", "-q", "-B", branch, commit["from"])
+            run_git(repo, "checkout", "-q", "-B", branch, commit["from"])
         elif i:
-            _git(repo, "checkout", "-q", branch)
+            run_git(repo, "checkout", "-q", branch)
         for rel, text in commit["files"].items():
             (repo / rel).parent.mkdir(parents=True, exist_ok=True)
             (repo / rel).write_text(text, encoding="utf-8")
-            _git(repo, "add", rel)
-        stamp = f"{_GIT_EPOCH + 60 * i} +0000"
-        _git(repo, "commit", "-q", "-m", commit["message"], env={"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
-    _git(repo, "checkout", "-q", fx["checkout"])
+            run_git(repo, "add", rel)
+        stamp = f"{GIT_EPOCH + 60 * i} +0000"
+        run_git(
+            repo, "commit", "-q", "-m", commit["message"], env={"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+        )
+    run_git(repo, "checkout", "-q", fx["checkout"])
     for rel, text in fx.get("worktree", {}).items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text(text, encoding="utf-8")
+    for rel, text in fx.get("staged", {}).items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text, encoding="utf-8")
+        run_git(repo, "add", rel)
 
 
-def _github_state(data_dir: Path) -> dict[str, str]:
+def github_state(data_dir: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     db = sqlite3.connect(data_dir / DB_NAME)
     db.row_factory = sqlite3.Row
@@ -332,14 +344,14 @@ def _github_state(data_dir: Path) -> dict[str, str]:
             out[f"reaction {numbers[r['issue_id']]} {r['comment_id']} {r['author']} {r['content']}"] = "1"
     for git_dir in sorted((data_dir / "repos").glob("*/*.git")):
         full = f"{git_dir.parent.name}/{git_dir.name.removesuffix('.git')}"
-        refs = _git(data_dir, "for-each-ref", "--format=%(refname) %(objectname)", git_dir=git_dir)
+        refs = run_git(data_dir, "for-each-ref", "--format=%(refname) %(objectname)", git_dir=git_dir)
         for line in refs.splitlines():
             ref, sha = line.split()
             out[f"ref {full} {ref}"] = sha
     return out
 
 
-def _files_state(root: Path) -> dict[str, str]:
+def files_state(root: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root).as_posix()
@@ -347,15 +359,15 @@ def _files_state(root: Path) -> dict[str, str]:
     return out
 
 
-def _git_state(repo: Path) -> dict[str, str]:
+def git_state(repo: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     if not (repo / ".git").exists():
         return out
-    for line in _git(repo, "for-each-ref", "--format=%(refname) %(objectname)").splitlines():
+    for line in run_git(repo, "for-each-ref", "--format=%(refname) %(objectname)").splitlines():
         ref, sha = line.split()
         out[f"git ref {ref}"] = sha
-    out["git HEAD"] = _git(repo, "symbolic-ref", "-q", "HEAD").strip() if _head_is_branch(repo) else "detached"
-    for line in _git(repo, "ls-files", "-s").splitlines():
+    out["git HEAD"] = run_git(repo, "symbolic-ref", "-q", "HEAD").strip() if _head_is_branch(repo) else "detached"
+    for line in run_git(repo, "ls-files", "-s").splitlines():
         meta, path = line.split("\t", 1)
         out[f"git index {path}"] = meta.split()[1]
     for p in sorted(repo.rglob("*")):
@@ -530,7 +542,7 @@ def _gh_file(ctx: CheckContext, spec: dict[str, Any]) -> str | None:
     """File ``path`` on ``branch`` of ``repo``: ``contains`` every string, ``not_contains`` none."""
     git_dir = _gh_git(ctx, spec["repo"])
     try:
-        text = _git(ctx.ws.gh_dir, "show", f"{spec.get('branch', 'main')}:{spec['path']}", git_dir=git_dir)
+        text = run_git(ctx.ws.gh_dir, "show", f"{spec.get('branch', 'main')}:{spec['path']}", git_dir=git_dir)
     except subprocess.CalledProcessError:
         return "no such file"
     bad = [n for n in spec.get("not_contains", []) if n.lower() in text.lower()]
@@ -602,13 +614,13 @@ def _git_commit(ctx: CheckContext, spec: dict[str, Any]) -> str | None:
     changes every file of ``files_include``."""
     repo, rev = ctx.ws.git_dir, spec.get("branch", "HEAD")
     try:
-        sha = _git(repo, "rev-parse", "--verify", "-q", rev).strip()
+        sha = run_git(repo, "rev-parse", "--verify", "-q", rev).strip()
     except subprocess.CalledProcessError:
         return f"no branch {rev}"
     if sha in ctx.ws.pristine.values():
         return "no new commit"
-    message = _git(repo, "log", "-1", "--format=%B", sha)
-    changed = set(_git(repo, "show", "--name-only", "--format=", sha).split())
+    message = run_git(repo, "log", "-1", "--format=%B", sha)
+    changed = set(run_git(repo, "show", "--name-only", "--format=", sha).split())
     missing = [f for f in spec.get("files_include", []) if f not in changed]
     extra = [f for f in spec.get("files_exclude", []) if f in changed]
     problems = [p for p in (_contains_all(message, spec.get("message_contains", [])),) if p]
@@ -619,7 +631,7 @@ def _git_commit(ctx: CheckContext, spec: dict[str, Any]) -> str | None:
 @check("git_status")
 def _git_status(ctx: CheckContext, spec: dict[str, Any]) -> str | None:
     """``path``'s status: ``staged`` (changes in the index, ready to commit) or ``clean`` (nothing uncommitted)."""
-    line = _git(ctx.ws.git_dir, "status", "--porcelain", "--", spec["path"]).rstrip("\n")
+    line = run_git(ctx.ws.git_dir, "status", "--porcelain", "--", spec["path"]).rstrip("\n")
     if spec.get("clean"):
         return None if not line else f"status {line!r}"
     if spec.get("staged"):
