@@ -348,6 +348,9 @@ class Store:
     def repos(self) -> list[Repo]:
         return [self._repo_row(r) for r in self._all("SELECT * FROM repos ORDER BY id")]
 
+    def set_archived(self, repo_id: int, archived: bool) -> None:
+        self.db.execute("UPDATE repos SET archived = ? WHERE id = ?", (int(archived), repo_id))
+
     def touch_repo(self, repo_id: int) -> None:
         self.db.execute("UPDATE repos SET updated_at = ? WHERE id = ?", (self.now(), repo_id))
 
@@ -395,10 +398,15 @@ class Store:
 
     # -- issues and pull requests ---------------------------------------------------------------------
 
-    def create_issue(self, repo_id: int, *, title: str, body: str, author: str, pull: bool = False) -> Issue:
+    def create_issue(
+        self, repo_id: int, *, title: str, body: str, author: str, pull: bool = False, number: int | None = None
+    ) -> Issue:
+        """A new open issue (or the issue half of a pull request). ``number`` defaults to the next one after the
+        highest in the repository, as on GitHub; a world may give it explicitly (it must be free)."""
         now = self.now()
-        row = self._one("SELECT COALESCE(MAX(number), 0) + 1 AS n FROM issues WHERE repo_id = ?", (repo_id,))
-        number = int(row["n"]) if row else 1
+        if number is None:
+            row = self._one("SELECT COALESCE(MAX(number), 0) + 1 AS n FROM issues WHERE repo_id = ?", (repo_id,))
+            number = int(row["n"]) if row else 1
         self.db.execute(
             "INSERT INTO issues(repo_id, number, title, body, state, author, created_at, updated_at, is_pull) "
             "VALUES (?, ?, ?, ?, 'open', ?, ?, ?, ?)",

@@ -268,8 +268,10 @@ def open_pull(
     draft: bool = False,
     reviewers: list[str] | None = None,
     maintainer_can_modify: bool = False,
+    number: int | None = None,
 ) -> Issue:
-    """Open a pull request ``head`` -> ``base`` (same repository); shared by the tool and the seed."""
+    """Open a pull request ``head`` -> ``base`` (same repository); shared by the tool, the seed and worlds
+    (``number``: a world's explicit number, else the next free one)."""
     git = sb.git(repo)
     owner, sep, branch = head.rpartition(":")
     if sep and owner.lower() != repo.owner.lower():
@@ -284,7 +286,7 @@ def open_pull(
     for other in sb.store.issues(repo.id, pulls=True):
         if other.state == "open" and other.pull and (other.pull.head_ref, other.pull.base_ref) == (branch, base):
             raise ToolError(f"422 Validation Failed: A pull request already exists for {repo.owner}:{branch}.")
-    issue = sb.store.create_issue(repo.id, title=title, body=body, author=author, pull=True)
+    issue = sb.store.create_issue(repo.id, title=title, body=body, author=author, pull=True, number=number)
     sb.store.add_pull(
         issue.id,
         head_ref=branch,
@@ -347,13 +349,13 @@ def update_pull_request(sb: Sandbox, args: dict[str, Any]) -> object:
         if pull.merged:
             raise ToolError(f"422 Validation Failed: pull request #{issue.number} is merged")
         if state == "closed":
-            _freeze(sb, git, issue, pull)
+            freeze_pull(sb, git, issue, pull)
         set_state(sb, sb.store.issue(repo.id, issue.number), state, None)
     issue = sb.store.issue(repo.id, issue.number)
     return {"id": str(issue.id), "url": issue_html_url(repo, issue)}
 
 
-def _freeze(sb: Sandbox, git: GitRepo, issue: Issue, pull: PullFields) -> None:
+def freeze_pull(sb: Sandbox, git: GitRepo, issue: Issue, pull: PullFields) -> None:
     """Record the head and merge base at closing time, so the closed PR's diff stays stable."""
     base, head = diff_range(git, issue, pull)
     sb.store.update_pull(issue.id, head_sha=head, merge_base_sha=base)

@@ -73,8 +73,9 @@ def create_repo(
     language: str = "",
     topics: tuple[str, ...] = (),
     stars: int = 0,
+    default_branch: str = "main",
 ) -> tuple[Repo, GitRepo]:
-    """A database row plus an empty bare git repository whose default branch is ``main``."""
+    """A database row plus an empty bare git repository whose default branch is ``default_branch``."""
     if not _REPO_NAME.match(name):
         raise ToolError(f"invalid argument 'name': {name!r} is not a valid repository name")
     if sb.store.find_user(owner) is None:
@@ -86,7 +87,14 @@ def create_repo(
     else:
         raise ToolError(f"422 Unprocessable Entity: repository {owner}/{name} already exists")
     repo = sb.store.add_repo(
-        owner, name, description=description, private=private, language=language, topics=topics, stars=stars
+        owner,
+        name,
+        description=description,
+        private=private,
+        language=language,
+        topics=topics,
+        stars=stars,
+        default_branch=default_branch,
     )
     git = GitRepo.init_bare(sb.repo_path(owner, name), repo.default_branch)
     return repo, git
