@@ -29,15 +29,17 @@ checked against read as the user wrote them.
 * ``commits``: the newest commit on a branch (``owner/repo@branch`` or ``<repo path>@<branch>``) is new and its
   message is ``message``.
 * ``reads``: call index -> strings its output must contain (case-insensitive).
-* ``pattern``: how a multi-step example's calls depend on each other (:data:`PATTERNS`).
+* ``pattern``: how a multi-step example's calls depend on each other (:data:`Pattern`).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import re
 import shutil
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,15 +66,12 @@ from nexus_agent.examples.bank import DATA, Example, load_examples
 from nexus_agent.mcp import MCPConfig, MultiServerClient, StdioServerConfig, ToolResult
 from nexus_agent.registry import Tool, tool_from_mcp
 from nexus_agent.sandbox.github import sandbox_server_params
-from nexus_agent.sandbox.github.context import Sandbox
-from nexus_agent.sandbox.github.handlers.pulls import merge_pull, open_pull
-from nexus_agent.sandbox.github.handlers.repos import commit_files, create_repo
-from nexus_agent.sandbox.github.seed import SEED_VERSION
+from nexus_agent.sandbox.github.server import open_sandbox
 from nexus_agent.sandbox.github.tools import TOOLS_DIR
+from nexus_agent.sandbox.github.world import World
 
 WORLDS = DATA / "worlds"
 SERVERS = ("github", "filesystem", "git")
-PATTERNS = ("find-then-act", "read-then-write", "find-who-then-act", "act-then-check")
 Pattern = Literal["find-then-act", "read-then-write", "find-who-then-act", "act-then-check"]
 
 
@@ -126,94 +125,6 @@ def server_tools(server: str) -> dict[str, Tool]:
     return {t.name: t for t in tools}
 
 
-# ---------------------------------------------------------------------------------------------- github worlds
-
-
-def build_github_world(data_dir: Path, world: Mapping[str, Any]) -> None:
-    """Seed an empty sandbox in ``data_dir`` with ``world`` instead of the demo organisation (users, organisations
-    and teams, repositories with commits, tags, labels, issues and pull requests at their stated numbers), through
-    the operations the tools use, on the logical clock. The sandbox is marked seeded, so a server started on
-    ``data_dir`` serves the world as it is."""
-    sb = Sandbox.open(data_dir)
-    try:
-        with sb.store.transaction():
-            _seed_world(sb, world)
-    finally:
-        sb.close()
-
-
-def _seed_world(sb: Sandbox, world: Mapping[str, Any]) -> None:
-    st = sb.store
-    for user in world["users"]:
-        st.add_user(user["login"], **{k: v for k, v in user.items() if k != "login"})
-    st.set_meta("me", world["me"])
-    for org in world.get("orgs", []):
-        profile = {k: v for k, v in org.items() if k not in ("login", "members", "teams")}
-        st.add_user(org["login"], kind="Organization", **profile)
-        for login, role in org.get("members", {}).items():
-            st.add_org_member(org["login"], login, role)
-        for team in org.get("teams", []):
-            st.add_team(org["login"], team["slug"], team["name"], team.get("description", ""), team["members"])
-    for spec in world.get("repos", []):
-        _seed_repo(sb, spec)
-    st.set_meta("seed_version", SEED_VERSION)
-
-
-def _seed_repo(sb: Sandbox, spec: Mapping[str, Any]) -> None:
-    st = sb.store
-    repo, git = create_repo(
-        sb,
-        spec["owner"],
-        spec["name"],
-        description=spec.get("description", ""),
-        private=spec.get("private", False),
-        language=spec.get("language", ""),
-        topics=tuple(spec.get("topics", ())),
-        stars=spec.get("stars", 0),
-    )
-    for label in spec.get("labels", []):
-        st.add_label(repo.id, label["name"], label["color"], label.get("description", ""))
-    for commit in spec.get("commits", []):
-        branch = commit.get("branch", "main")
-        if "from" in commit and git.branch_sha(branch) is None:
-            base = git.branch_sha(commit["from"])
-            assert base is not None, f"{repo.full_name}: no branch {commit['from']}"
-            git.set_ref(f"refs/heads/{branch}", base, "0" * 40)
-        files = {p: (None if t is None else t.encode()) for p, t in commit["files"].items()}
-        commit_files(sb, repo, branch, files, commit["message"], commit["author"])
-    for tag in spec.get("tags", []):
-        sha = git.branch_sha(tag.get("at", "main"))
-        assert sha is not None
-        git.tag(tag["name"], sha, tag["message"], sb.signature(tag.get("tagger", spec["owner"])))
-    items = [("issue", i) for i in spec.get("issues", [])] + [("pull", p) for p in spec.get("pulls", [])]
-    for kind, item in sorted(items, key=lambda x: int(x[1]["number"])):
-        if kind == "pull":
-            issue = open_pull(
-                sb,
-                repo,
-                title=item["title"],
-                body=item.get("body", ""),
-                head=item["head"],
-                base=item.get("base", "main"),
-                author=item["author"],
-                draft=item.get("draft", False),
-                reviewers=item.get("reviewers", []),
-            )
-        else:
-            issue = st.create_issue(repo.id, title=item["title"], body=item.get("body", ""), author=item["author"])
-        st.db.execute("UPDATE issues SET number = ? WHERE id = ?", (int(item["number"]), issue.id))
-        st.set_issue_labels(issue.id, [st.label(repo.id, n).id for n in item.get("labels", [])])
-        st.set_assignees(issue.id, item.get("assignees", []))
-        for who, text in item.get("comments", []):
-            st.add_comment(issue.id, who, text)
-        if item.get("merged"):
-            merge_pull(sb, repo, int(item["number"]), "merge", None, None)
-        elif item.get("state") == "closed":
-            closer = item.get("closed_by", item["author"])
-            reason = item.get("state_reason", "completed" if kind == "issue" else "")
-            st.update_issue(issue.id, state="closed", state_reason=reason, closed_at=st.now(), closed_by=closer)
-
-
 # ---------------------------------------------------------------------------------------------- scratch servers
 
 
@@ -224,6 +135,8 @@ class Scratch:
 
     root: Path
     _pristine: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    # server -> (the world its state was last reset to, the repositories changed since: None when not known)
+    _live: dict[str, tuple[str, set[str] | None]] = field(default_factory=dict)
     _worlds: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -258,13 +171,14 @@ class Scratch:
         shutil.rmtree(tpl, ignore_errors=True)
         tpl.parent.mkdir(parents=True, exist_ok=True)
         if server == "github":
-            build_github_world(tpl, world)
+            open_sandbox(tpl, world=World.model_validate(world)).close()
         elif server == "filesystem":
             build_files(tpl, world)
         else:
             tpl.mkdir()
             for repo, spec in world["repos"].items():
                 build_git(tpl / repo, {**spec, "user": world["user"]})
+        _compact(tpl, server)
         self._worlds[(server, name)] = world
         self.reset(server, name)
         self._pristine[(server, name)] = self.snapshot(server)
@@ -273,14 +187,41 @@ class Scratch:
         return self._pristine[(server, name)]
 
     def reset(self, server: str, name: str) -> None:
-        """Put ``server``'s state back to world ``name``, in place (its server process keeps running)."""
+        """Put ``server``'s state back to world ``name``, in place (its server process keeps running).
+
+        The filesystem is copied again whole. The GitHub database is restored whole (SQLite's backup API), but only
+        the git repositories the last example changed are copied again (:meth:`settled`), as with the git server's
+        repositories: copying every repository before every example would cost most of the run."""
         tpl = self.template(server, name)
-        if server == "github":
-            restore_github(self.gh_dir, tpl)
-        elif server == "filesystem":
+        world, changed = self._live.get(server, ("", None))
+        self._live[server] = (name, None)  # unknown until settled() is told what the next example changed
+        if server == "filesystem":
             replace_contents(self.fs_dir, tpl)
-        else:
-            replace_contents(self.git_dir, tpl)
+            return
+        if world != name or changed is None:
+            if server == "github":
+                restore_github(self.gh_dir, tpl)
+            else:
+                replace_contents(self.git_dir, tpl)
+            return
+        if server == "github":
+            restore_github(self.gh_dir, tpl, repos=changed)
+        for unit in sorted(changed) if server == "git" else ():
+            shutil.rmtree(self.git_dir / unit, ignore_errors=True)
+            if (tpl / unit).exists():
+                shutil.copytree(tpl / unit, self.git_dir / unit, symlinks=True)
+
+    def settled(self, server: str, changed: list[str]) -> None:
+        """The example just run on ``server`` changed ``changed`` (snapshot keys) and nothing else: the next
+        :meth:`reset` to the same world restores only the repositories they name."""
+        world, _ = self._live[server]
+        units: set[str] = set()
+        for key in changed:
+            if server == "github" and key.startswith(("ref ", "repo ")):
+                units.add(key.split(" ")[1].lower())
+            elif server == "git":
+                units.add(key.split(":", 1)[0].rsplit("/", 1)[-1])
+        self._live[server] = (world, units)
 
     def real_root(self, server: str) -> Path:
         return self.fs_dir if server == "filesystem" else self.git_dir
@@ -315,13 +256,13 @@ class Scratch:
             return text
         return text.replace(str(self.real_root(server)), self._root_of(server))
 
-    def server_configs(self) -> dict[str, StdioServerConfig]:
-        """The three MCP servers over the scratch folders. Reset the GitHub state to a world first: a sandbox that
-        finds no seeded database seeds the demo organisation."""
-        import os
-        import sys
-
-        gh = sandbox_server_params(self.gh_dir)
+    def server_configs(self, github_world: str | None) -> dict[str, StdioServerConfig]:
+        """The three MCP servers over the scratch folders. The GitHub sandbox opens its folder as seeded with
+        ``github_world`` (prepared, and the state put back to it first); :meth:`reset` then swaps in any other
+        world under the running process, as :class:`~nexus_agent.evaluation.multistep.Workspace` swaps in a fresh
+        copy of its one fixture."""
+        world = None if github_world is None else world_path("github", github_world)
+        gh = sandbox_server_params(self.gh_dir, world=world)
         passed = {k: os.environ[k] for k in ("NEXUS_HOME", "PYTHONPATH") if k in os.environ}
         node = shutil.which("node") or "node"
         git_server = Path(sys.executable).parent / "mcp-server-git"
@@ -363,6 +304,21 @@ class Scratch:
             return None
         sha, _, message = out.partition("\n")
         return sha, message.strip()
+
+
+def _compact(template: Path, server: str) -> None:
+    """Pack a template's git repositories (objects and refs) and drop git's sample hooks, so copying one back is a
+    handful of files rather than hundreds; what the repositories hold is unchanged."""
+    if server == "github":
+        git_dirs = sorted(template.glob("repos/*/*.git"))
+    elif server == "git":
+        git_dirs = sorted(p / ".git" for p in template.iterdir() if (p / ".git").is_dir())
+    else:
+        return
+    for git_dir in git_dirs:
+        run_git(template, "repack", "-a", "-d", "-q", git_dir=git_dir)
+        run_git(template, "pack-refs", "--all", git_dir=git_dir)
+        shutil.rmtree(git_dir / "hooks", ignore_errors=True)
 
 
 def _replace(value: Any, old: str, new: str) -> Any:
@@ -439,6 +395,7 @@ async def run_example(ex: Example, scratch: Scratch, hub: MultiServerClient) -> 
     if run.problems:
         return run
     after = scratch.snapshot(server)
+    scratch.settled(server, changed_keys(scratch.pristine(server, spec.world), after))
     run.problems += change_problems(spec.changes, scratch.pristine(server, spec.world), after)
     for locator, want in spec.files.items():
         if (p := _file_problem(scratch.read_file(server, locator), want)) is not None:
@@ -526,7 +483,11 @@ async def run_banks(scratch: Scratch, banks: Mapping[str, list[Example]]) -> Ban
     for server, examples in banks.items():
         for name in sorted({verify_of(ex).world for ex in examples}):
             scratch.prepare(server, name)
-    configs = {name: cfg for name, cfg in scratch.server_configs().items() if name in banks}
+    github_worlds = sorted({verify_of(ex).world for ex in banks.get("github", [])})
+    first = github_worlds[0] if github_worlds else None
+    if first is not None:
+        scratch.reset("github", first)
+    configs = {name: cfg for name, cfg in scratch.server_configs(first).items() if name in banks}
     async with MultiServerClient.from_config(MCPConfig(servers=configs)) as hub:
         listed = {server: {t.name for t in hub.tools if t.server == server} for server in banks}
         runs = {}

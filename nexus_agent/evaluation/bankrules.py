@@ -25,6 +25,7 @@ from typing import Any
 from nexus_agent.evaluation.multistep import ROOT
 from nexus_agent.examples.bank import Example, ExampleCall
 from nexus_agent.registry import Tool
+from nexus_agent.sandbox.github.world import IssueSpec, PullSpec, World
 from nexus_agent.signature import words
 
 MIN_WRITE = 3
@@ -194,20 +195,25 @@ def _world_names(server: str, world: Mapping[str, Any], names: Names) -> None:
                 names.add("file", *(_basename(p) for p in commit.get("files", {})))
             names.add("file", *(_basename(p) for p in [*spec.get("worktree", {}), *spec.get("staged", {})]))
         return
-    names.add("user", world.get("me"), *(u["login"] for u in world.get("users", [])))
-    for org in world.get("orgs", []):
-        names.add("owner", org["login"])
-        names.add("team", *(t["slug"] for t in org.get("teams", [])))
-    for repo in world.get("repos", []):
-        names.add("owner", repo["owner"])
-        names.add("repo", repo["name"])
-        names.add("label", *(lb["name"] for lb in repo.get("labels", [])))
-        for commit in repo.get("commits", []):
-            names.add("file", *(_basename(p) for p in commit.get("files", {})))
-        for item in [*repo.get("issues", []), *repo.get("pulls", [])]:
-            names.add("title", item["title"])
-            names.add("label", item.get("labels", []))
-            names.add("pair", f"{repo['owner']}/{repo['name']}#{item['number']}", f"{repo['name']}#{item['number']}")
+    w = World.model_validate(world)
+    names.add("user", w.me, *(u.login for u in w.users), *(u.name for u in w.users))
+    for org in w.orgs:
+        names.add("owner", org.login)
+        names.add("team", *(t.slug for t in org.teams))
+    for repo in w.repos:
+        names.add("owner", repo.owner)
+        names.add("repo", repo.name)
+        names.add("label", *(lb.name for lb in repo.labels))
+        paths = [*repo.files, *(p for b in repo.branches for p in b.files), *(p for c in repo.commits for p in c.files)]
+        names.add("file", *(_basename(p) for p in paths))
+        issue_numbers, pull_numbers = repo.numbering()
+        items: list[tuple[int, IssueSpec | PullSpec]] = [
+            *zip(issue_numbers, repo.issues, strict=True),
+            *zip(pull_numbers, repo.pulls, strict=True),
+        ]
+        for number, item in items:
+            names.add("title", item.title)
+            names.add("pair", f"{repo.full_name}#{number}", f"{repo.name}#{number}")
 
 
 def _call_names(server: str, call: ExampleCall, names: Names) -> None:

@@ -26,7 +26,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -227,14 +227,22 @@ class Workspace:
         }
 
 
-def restore_github(dst: Path, src: Path) -> None:
+def restore_github(dst: Path, src: Path, repos: Iterable[str] | None = None) -> None:
     """Put the sandbox data in ``src`` (database and git repositories) in place in ``dst``, where a server may be
     running: the database through SQLite's backup API (the server's connection stays valid), the repositories
-    copied again."""
+    copied again (only ``repos``, ``owner/name``, when given: the others are known to be as in ``src``)."""
     with closing(sqlite3.connect(src / DB_NAME)) as s, closing(sqlite3.connect(dst / DB_NAME)) as d:
         s.backup(d)
-    shutil.rmtree(dst / "repos", ignore_errors=True)
-    shutil.copytree(src / "repos", dst / "repos", symlinks=True)
+    if repos is None:
+        shutil.rmtree(dst / "repos", ignore_errors=True)
+        shutil.copytree(src / "repos", dst / "repos", symlinks=True)
+        return
+    for full in repos:
+        owner, name = full.lower().split("/")
+        rel = Path("repos") / owner / f"{name}.git"
+        shutil.rmtree(dst / rel, ignore_errors=True)
+        if (src / rel).exists():
+            shutil.copytree(src / rel, dst / rel, symlinks=True)
 
 
 def replace_contents(dst: Path, src: Path) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nexus_agent.evaluation.bankcheck import Scratch, appears, change_problems, load_bank, run_banks
+from nexus_agent.evaluation.bankcheck import Scratch, appears, change_problems, load_bank, run_banks, verify_of
 from nexus_agent.evaluation.multistep import FILESYSTEM_JS
 from nexus_agent.examples.bank import Example
 
@@ -68,3 +68,23 @@ async def test_a_wrong_expectation_fails_the_run(tmp_path: Path) -> None:
     assert problems["write-reminder"] == []
     assert all(problems[ex.id] for ex in examples[1:]), problems
     assert "is not in the output of call 0" in problems["copy-todo-made-up"][0]
+
+
+@pytest.mark.asyncio
+async def test_a_reset_after_writes_gives_the_pristine_state_back(tmp_path: Path) -> None:
+    """Only the repositories an example changed are copied back: after writes that create, fork, merge and commit,
+    a reset still gives every server exactly its world's pristine state."""
+    github = {ex.id: ex for ex in load_bank("github")}
+    git = {ex.id: ex for ex in load_bank("git")}
+    banks = {
+        "github": [github[i] for i in ("repo-fork", "pr-merge", "repo-create-desc", "branch-create", "issue-close")],
+        "git": [git[i] for i in ("commit-timeout", "checkout-jitter")],
+    }
+    scratch = Scratch(tmp_path)
+    record = await run_banks(scratch, banks)
+    assert all(run.problems == [] for run in record.runs.values())
+    for server, examples in banks.items():
+        world = verify_of(examples[0]).world
+        assert scratch.snapshot(server) != scratch.pristine(server, world)
+        scratch.reset(server, world)
+        assert scratch.snapshot(server) == scratch.pristine(server, world)
