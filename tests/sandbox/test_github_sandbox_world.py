@@ -119,7 +119,11 @@ def _edit(path: list[str | int], value: Any) -> dict[str, Any]:
         (["repos", 0, "issues", 0, "colour"], "red", "repos.0.issues.0.colour"),  # unknown key, with its location
         (["repos", 0, "issues", 1, "author"], "nobody", "repos[0].issues[1].author: user 'nobody'"),
         (["repos", 0, "issues", 1, "labels"], ["wontfix"], "repos[0].issues[1].labels[0]: label 'wontfix'"),
-        (["repos", 0, "pulls", 0, "number"], 14, "repos[0]: two issues or pull requests have the same number"),
+        (
+            ["repos", 0, "pulls", 0, "number"],
+            14,
+            "repos[0]: two issues, pull requests or discussions have the same number",
+        ),
         (["repos", 0, "pulls", 0, "head"], "feat/none", "repos[0].pulls[0].head: branch 'feat/none'"),
         (["repos", 0, "pulls", 0, "reviewers"], ["nimbus-labs/qa"], "repos[0].pulls[0].reviewers[0]: team"),
         (["repos", 0, "branches", 1, "from"], "feat/later", "repos[0].branches[1].from"),
