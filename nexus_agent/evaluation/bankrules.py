@@ -25,7 +25,7 @@ from typing import Any
 from nexus_agent.evaluation.multistep import ROOT
 from nexus_agent.examples.bank import Example, ExampleCall
 from nexus_agent.registry import Tool
-from nexus_agent.sandbox.github.world import IssueSpec, PullSpec, World
+from nexus_agent.sandbox.github.world_spec import DiscussionSpec, IssueSpec, PullSpec, World
 from nexus_agent.signature import words
 
 MIN_WRITE = 3
@@ -206,14 +206,19 @@ def _world_names(server: str, world: Mapping[str, Any], names: Names) -> None:
         names.add("label", *(lb.name for lb in repo.labels))
         paths = [*repo.files, *(p for b in repo.branches for p in b.files), *(p for c in repo.commits for p in c.files)]
         names.add("file", *(_basename(p) for p in paths))
-        issue_numbers, pull_numbers = repo.numbering()
-        items: list[tuple[int, IssueSpec | PullSpec]] = [
+        issue_numbers, pull_numbers, discussion_numbers = repo.numbering()
+        items: list[tuple[int, IssueSpec | PullSpec | DiscussionSpec]] = [
             *zip(issue_numbers, repo.issues, strict=True),
             *zip(pull_numbers, repo.pulls, strict=True),
+            *zip(discussion_numbers, repo.discussions, strict=True),
         ]
         for number, item in items:
             names.add("title", item.title)
             names.add("pair", f"{repo.full_name}#{number}", f"{repo.name}#{number}")
+        names.add("file", *(_basename(wf.path) for wf in repo.workflows))
+    for gist in w.gists:
+        names.add("file", *(_basename(f) for f in gist.files))
+    names.add("title", *(p.title for p in w.projects))
 
 
 def _call_names(server: str, call: ExampleCall, names: Names) -> None:
