@@ -350,12 +350,173 @@ def github_state(data_dir: Path) -> dict[str, str]:
             out[f"comment {numbers[r['issue_id']]} {r['id']}"] = r["body"]
         for r in db.execute("SELECT * FROM reactions"):
             out[f"reaction {numbers[r['issue_id']]} {r['comment_id']} {r['author']} {r['content']}"] = "1"
+        out.update(_github_tool_state(db, repos, numbers))
     for git_dir in sorted((data_dir / "repos").glob("*/*.git")):
         full = f"{git_dir.parent.name}/{git_dir.name.removesuffix('.git')}"
         refs = run_git(data_dir, "for-each-ref", "--format=%(refname) %(objectname)", git_dir=git_dir)
         for line in refs.splitlines():
             ref, sha = line.split()
             out[f"ref {full} {ref}"] = sha
+    return out
+
+
+def _compact(value: Mapping[str, Any]) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _github_tool_state(db: sqlite3.Connection, repos: Mapping[int, str], numbers: Mapping[int, str]) -> dict[str, str]:
+    """The tables of the tools beyond issues, pull requests and git (``store.TOOLS_SCHEMA``), one readable key per
+    object or relation, in the style of :func:`github_state`: ``issue acme/api#1 sub_issues``, ``review
+    acme/api#5 3``, ``release acme/api v1.0``, ``project acme/1``, ``workflow_run acme/api 7`` ... Values hold what a
+    call can change and no timestamps, so a diff shows exactly what changed."""
+    out: dict[str, str] = {}
+    rows = db.execute
+    # Issues: hierarchy, types, custom fields; Copilot's tasks.
+    children: dict[str, list[str]] = {}
+    for r in rows("SELECT parent_id, child_id FROM sub_issues ORDER BY position"):
+        children.setdefault(numbers[r["parent_id"]], []).append(numbers[r["child_id"]])
+    out.update({f"issue {k} sub_issues": ",".join(v) for k, v in children.items()})
+    orgs = {r["id"]: r["login"] for r in rows("SELECT id, login FROM users")}
+    for r in rows("SELECT * FROM issue_types"):
+        out[f"issue_type {orgs[r['org_id']]} {r['name']}"] = f"{r['color']}|{r['description']}"
+    for r in rows("SELECT o.issue_id, t.name FROM issue_type_of o JOIN issue_types t ON t.id = o.type_id"):
+        out[f"issue {numbers[r['issue_id']]} type"] = r["name"]
+    for r in rows("SELECT * FROM issue_fields"):
+        options = ",".join(o["name"] for o in json.loads(r["options"]))
+        out[f"issue_field {orgs[r['org_id']]} {r['name']}"] = f"{r['data_type']}|{options}"
+    for r in rows(
+        "SELECT v.issue_id, f.name, v.value FROM issue_field_values v JOIN issue_fields f ON f.id = v.field_id"
+    ):
+        out[f"issue {numbers[r['issue_id']]} field {r['name']}"] = r["value"]
+    for r in rows("SELECT * FROM copilot_tasks"):
+        pull = numbers.get(r["pull_issue_id"], "") if r["pull_issue_id"] else ""
+        out[f"copilot {numbers[r['issue_id']]} {r['id']}"] = "|".join(
+            (r["kind"], r["base_ref"], r["custom_instructions"], pull)
+        )
+    # Reviews, their threads and comments, reactions to review comments.
+    for r in rows("SELECT * FROM reviews"):
+        out[f"review {numbers[r['issue_id']]} {r['id']}"] = f"{r['author']}|{r['state']}|{r['body']}"
+    threads = {}
+    for r in rows("SELECT * FROM review_threads"):
+        threads[r["id"]] = numbers[r["issue_id"]]
+        where = f"{r['path']}:{r['line']}" if r["line"] is not None else r["path"]
+        out[f"review_thread {threads[r['id']]} {r['id']}"] = f"{where} {r['side']}|resolved={r['resolved']}"
+    for r in rows("SELECT * FROM review_comments"):
+        out[f"review_comment {threads[r['thread_id']]} {r['thread_id']} {r['id']}"] = f"{r['author']}|{r['body']}"
+    for r in rows(
+        "SELECT x.*, c.thread_id FROM review_comment_reactions x JOIN review_comments c ON c.id = x.comment_id"
+    ):
+        out[f"review_reaction {threads[r['thread_id']]} {r['comment_id']} {r['author']} {r['content']}"] = "1"
+    # Repositories: releases, people, stars, subscriptions, settings.
+    for r in rows("SELECT id, stars FROM repos"):
+        out[f"repo {repos[r['id']]} stargazers"] = str(r["stars"])
+    for r in rows("SELECT * FROM releases"):
+        fields = {k: r[k] for k in ("name", "body", "target", "draft", "prerelease")}
+        out[f"release {repos[r['repo_id']]} {r['tag_name']}"] = _compact(fields)
+    for r in rows("SELECT * FROM collaborators"):
+        out[f"collaborator {repos[r['repo_id']]} {r['login'].lower()}"] = r["permission"]
+    for r in rows("SELECT * FROM stars"):
+        out[f"star {r['login'].lower()} {repos[r['repo_id']]}"] = "1"
+    for r in rows("SELECT * FROM repo_subscriptions"):
+        out[f"subscription {r['login'].lower()} {repos[r['repo_id']]}"] = "ignoring" if r["ignored"] else "watching"
+    for r in rows("SELECT * FROM repo_settings"):
+        out[f"repo {repos[r['repo_id']]} setting {r['key']}"] = r["value"]
+    # Gists.
+    gists = {}
+    for r in rows("SELECT * FROM gists"):
+        gists[r["id"]] = r["gist_id"]
+        out[f"gist {r['gist_id']}"] = _compact(
+            {"owner": r["owner"], "description": r["description"], "public": r["public"]}
+        )
+    for r in rows("SELECT * FROM gist_files"):
+        out[f"gist {gists[r['gist_id']]} file {r['filename']}"] = r["content"]
+    # Discussions.
+    for r in rows("SELECT * FROM discussion_categories"):
+        out[f"discussion_category {repos[r['repo_id']]} {r['name']}"] = "answerable" if r["answerable"] else ""
+    discussions, categories = {}, {r["id"]: r["name"] for r in rows("SELECT id, name FROM discussion_categories")}
+    for r in rows("SELECT * FROM discussions"):
+        discussions[r["id"]] = f"{repos[r['repo_id']]}#{r['number']}"
+        fields = {
+            "title": r["title"],
+            "body": r["body"],
+            "category": categories[r["category_id"]],
+            "closed": r["closed"],
+        }
+        out[f"discussion {discussions[r['id']]}"] = _compact(fields | {"answer": r["answer_id"]})
+    for r in rows("SELECT * FROM discussion_comments"):
+        at = f"{r['reply_to']}/{r['id']}" if r["reply_to"] else str(r["id"])
+        out[f"discussion_comment {discussions[r['discussion_id']]} {at}"] = f"{r['author']}|{r['body']}"
+    out.update(_project_state(db, orgs, numbers))
+    # Actions.
+    paths = {}
+    for r in rows("SELECT * FROM workflows"):
+        paths[r["id"]] = r["path"]
+        out[f"workflow {repos[r['repo_id']]} {r['path']}"] = f"{r['name']}|{r['state']}"
+    runs = {}
+    for r in rows("SELECT * FROM workflow_runs"):
+        runs[r["id"]] = repos[r["repo_id"]]
+        fields = {k: r[k] for k in ("event", "status", "conclusion", "run_attempt", "head_branch", "logs_deleted")}
+        out[f"workflow_run {runs[r['id']]} {r['id']}"] = _compact(fields | {"workflow": paths[r["workflow_id"]]})
+    for r in rows("SELECT * FROM workflow_jobs"):
+        value = f"{r['name']}|attempt={r['run_attempt']}|{r['status']}|{r['conclusion']}"
+        out[f"workflow_job {runs[r['run_id']]} {r['run_id']} {r['id']}"] = value
+    for r in rows("SELECT * FROM workflow_artifacts"):
+        out[f"artifact {runs[r['run_id']]} {r['run_id']} {r['name']}"] = f"{r['size_in_bytes']}|expired={r['expired']}"
+    # Notifications and thread subscriptions.
+    for r in rows("SELECT * FROM notifications"):
+        subject = f"{r['subject_type']} {r['subject_number'] or r['subject_ref'] or r['subject_title']}"
+        fields = {"repo": repos[r["repo_id"]], "subject": subject, "reason": r["reason"]}
+        out[f"notification {r['id']}"] = _compact(fields | {"unread": r["unread"], "done": r["done"]})
+    for r in rows("SELECT * FROM thread_subscriptions"):
+        out[f"thread_subscription {r['notification_id']}"] = "ignoring" if r["ignored"] else "watching"
+    # Alerts and advisories.
+    for table, what in (
+        ("code_scanning_alerts", "rule_id"),
+        ("dependabot_alerts", "package"),
+        ("secret_scanning_alerts", "secret_type"),
+        ("code_quality_findings", "rule_id"),
+    ):
+        for r in rows(f"SELECT * FROM {table}"):
+            out[f"{table.removesuffix('s')} {repos[r['repo_id']]} {r['number']}"] = f"{r['state']}|{r[what]}"
+    for r in rows("SELECT * FROM advisories"):
+        where = repos[r["repo_id"]] if r["repo_id"] is not None else "global"
+        fields = {"where": where, "state": r["state"], "severity": r["severity"], "summary": r["summary"]}
+        out[f"advisory {r['ghsa_id']}"] = _compact(fields | {"withdrawn": bool(r["withdrawn_at"])})
+    return out
+
+
+def _project_state(db: sqlite3.Connection, owners: Mapping[int, str], numbers: Mapping[int, str]) -> dict[str, str]:
+    """Projects: ``project harbor-io/1``, its fields, items (``project_item harbor-io/1 3``: what the item is), item
+    values by field name (option names and iteration titles, not ids), views and status updates."""
+    out: dict[str, str] = {}
+    projects, fields = {}, {}
+    for r in db.execute("SELECT * FROM projects"):
+        projects[r["id"]] = f"{owners[r['owner_id']]}/{r['number']}"
+        state = {k: r[k] for k in ("title", "short_description", "readme", "public", "closed")}
+        out[f"project {projects[r['id']]}"] = _compact(state)
+    for r in db.execute("SELECT * FROM project_fields"):
+        fields[r["id"]] = r
+        choices = [o["name"] for o in json.loads(r["options"])]
+        choices += [i["title"] for i in json.loads(r["configuration"]).get("iterations", [])]
+        out[f"project_field {projects[r['project_id']]} {r['name']}"] = f"{r['data_type']}|{','.join(choices)}"
+    items = {}
+    for r in db.execute("SELECT * FROM project_items"):
+        items[r["id"]] = projects[r["project_id"]]
+        what = numbers.get(r["issue_id"], "") if r["issue_id"] else f"draft: {r['draft_title']}"
+        out[f"project_item {items[r['id']]} {r['id']}"] = what + ("|archived" if r["archived_at"] else "")
+    for r in db.execute("SELECT * FROM project_item_values"):
+        field = fields[r["field_id"]]
+        value = json.loads(r["value"])
+        named = json.loads(field["options"]) + json.loads(field["configuration"]).get("iterations", [])
+        value = next((o.get("name") or o.get("title") for o in named if o["id"] == value), value)
+        out[f"project_value {items[r['item_id']]} {r['item_id']} {field['name']}"] = str(value)
+    for r in db.execute("SELECT * FROM project_views"):
+        visible = [fields[f]["name"] for f in json.loads(r["visible_fields"]) if f in fields]
+        view = {"name": r["name"], "layout": r["layout"], "filter": r["filter"], "visible_fields": visible}
+        out[f"project_view {projects[r['project_id']]} {r['number']}"] = _compact(view)
+    for r in db.execute("SELECT * FROM project_status_updates"):
+        value = f"{r['status']}|{r['start_date']}|{r['target_date']}|{r['body']}"
+        out[f"project_status_update {projects[r['project_id']]} {r['id']}"] = value
     return out
 
 

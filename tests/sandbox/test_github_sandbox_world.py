@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gh_sandbox_support import call_err, call_ok, git
+from gh_sandbox_support import HARBOR, call_err, call_ok, git, store_of
 from mcp import Client
 from pydantic import ValidationError
 
@@ -17,8 +17,7 @@ from nexus_agent.sandbox.github import sandbox_server_params
 from nexus_agent.sandbox.github.server import open_sandbox
 from nexus_agent.sandbox.github.world import World, load_world, world_hash
 
-WORLDS = Path(__file__).resolve().parent / "worlds"
-NIMBUS = WORLDS / "nimbus.json"
+NIMBUS = Path(__file__).resolve().parent / "worlds" / "nimbus.json"
 
 
 def _doc() -> dict[str, Any]:
@@ -168,3 +167,76 @@ def test_the_command_refuses_an_invalid_world_file(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "repos[0].issues[1].author" in proc.stderr
     assert not (tmp_path / "gh").exists()
+
+
+def test_the_harbor_world_seeds_every_area(harbor: Path) -> None:
+    with store_of(harbor) as st:
+        dock = st.repo("harbor-io", "dock")
+
+        def count(table: str) -> int:
+            return int(st.row(f"SELECT COUNT(*) AS n FROM {table}")["n"])
+
+        # Issues 1-4, pulls 5-6, discussions 7-8: one numbering.
+        assert [i.number for i in reversed(st.issues(dock.id))] == [1, 2, 3, 4, 5, 6]
+        assert [r["number"] for r in st.rows("SELECT number FROM discussions WHERE repo_id = ?", (dock.id,))] == [7, 8]
+        assert st.next_number(dock.id) == 9
+        assert [r["child_id"] for r in st.rows("SELECT child_id FROM sub_issues ORDER BY position")] == [2, 3]
+        assert (
+            st.row("SELECT t.name FROM issue_type_of o JOIN issue_types t ON t.id = o.type_id WHERE o.issue_id = 1")[
+                "name"
+            ]
+            == "Feature"
+        )
+        assert count("issue_field_values") == 4
+        assert [(r["author"], r["state"]) for r in st.rows("SELECT author, state FROM reviews")] == [
+            ("ada-okafor", "CHANGES_REQUESTED"),
+            ("tomas-berg", "COMMENTED"),  # the reply, a review of its own
+        ]
+        assert [r["login"] for r in st.rows("SELECT login FROM collaborators")] == ["ben-outside"]
+        assert dock.stars == 11 and count("stars") == 1
+        assert [r["tag_name"] for r in st.rows("SELECT tag_name FROM releases ORDER BY id")] == [
+            "v1.0.0",
+            "v1.1.0-rc1",
+            "v2.0.0",
+        ]
+        assert (count("workflows"), count("workflow_runs"), count("workflow_jobs"), count("workflow_artifacts")) == (
+            2,
+            3,
+            5,
+            2,
+        )
+        assert count("discussion_categories") == 8 and count("discussion_comments") == 3
+        assert (count("code_scanning_alerts"), count("dependabot_alerts"), count("secret_scanning_alerts")) == (2, 2, 1)
+        assert count("code_quality_findings") == 1 and count("advisories") == 4
+        assert count("gists") == 3 and count("gist_files") == 3
+        assert count("projects") == 2 and count("project_items") == 3 and count("project_status_updates") == 1
+        # Every project has the built-in fields and "View 1"; the roadmap adds three fields and a board.
+        assert count("project_fields") == 2 * 8 + 3 and count("project_views") == 3
+        assert count("notifications") == 4 and count("repo_subscriptions") == 1
+        assert dict(st.row("SELECT key, value FROM repo_settings")) == {"key": "copilot", "value": "off"}
+    ci = git(harbor, "harbor-io/dock", "show", "main:.github/workflows/ci.yml")
+    assert "workflow_dispatch:" in ci and "name: test" in ci and "name: lint" in ci
+    assert "workflow_dispatch" not in git(harbor, "harbor-io/dock", "show", "main:.github/workflows/deploy.yml")
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d["repos"][0]["issues"][0].update(type="Epic"), "repos[0].issues[0].type: 'Epic'"),
+        (lambda d: d["repos"][0]["issues"][1]["fields"].update(Priority="P7"), "repos[0].issues[1].fields.Priority"),
+        (lambda d: d["repos"][0]["issues"][0].update(sub_issues=[2, 5]), "repos[0].issues[0].sub_issues[1]: 5"),
+        (lambda d: d["repos"][0]["pulls"][0]["reviews"][0].update(author="x"), "reviews[0].author: user 'x'"),
+        (lambda d: d["repos"][0]["discussions"][0].update(category="Chat"), "discussions[0].category: 'Chat'"),
+        (lambda d: d["projects"][0]["items"][0]["values"].update(Sprint="Sprint 9"), "items[0].values.Sprint"),
+        (lambda d: d["projects"][0]["items"].append({"repo": "harbor-io/dock"}), "items[3]: give either"),
+        (lambda d: d["notifications"][0].update(number=40), "notifications[0].number: 40"),
+        (lambda d: d["repos"][0]["workflows"][0]["runs"][0].update(branch="nope"), "runs[0].branch: branch 'nope'"),
+        (lambda d: d["advisories"].append(d["advisories"][0]), "a GHSA id is used twice"),
+    ],
+)
+def test_harbor_validation_names_the_path(edit: Any, message: str) -> None:
+    doc = json.loads(HARBOR.read_text())
+    edit(doc)
+    with pytest.raises(ValidationError) as info:
+        World.model_validate(doc)
+    assert message in str(info.value)

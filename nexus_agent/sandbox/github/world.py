@@ -402,10 +402,13 @@ def _seed_workflow(sb: Sandbox, w: World, spec: RepoSpec, repo: Repo, wf: Workfl
         for job in run.jobs or [JobSpec(name="build")]:
             status = job.status or run.status
             job_conclusion = (job.conclusion or conclusion or "success") if status == "completed" else ""
+            # When some step says how it ended (the one that failed), the others succeeded; else they end as the job.
+            named = any(not isinstance(s, str) and s.conclusion for s in job.steps)
+            usual = "success" if named and job_conclusion else job_conclusion
             steps = [
-                {"name": s, "status": status, "conclusion": job_conclusion}
+                {"name": s, "status": status, "conclusion": usual}
                 if isinstance(s, str)
-                else {"name": s.name, "status": status, "conclusion": s.conclusion or job_conclusion}
+                else {"name": s.name, "status": status, "conclusion": s.conclusion or usual}
                 for s in job.steps
             ]
             actions.add_job(sb, row, job.name, status=status, conclusion=job_conclusion, steps=steps, log=job.log)

@@ -212,7 +212,8 @@ class ReleaseSpec(Spec):
 
 class StepSpec(Spec):
     name: str = Field(min_length=1)
-    conclusion: Conclusion | None = None  # default: the job's
+    # Default: the job's, or success when another step of the job names how it ended (the step that failed).
+    conclusion: Conclusion | None = None
 
 
 class JobSpec(Spec):
