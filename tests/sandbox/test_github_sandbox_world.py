@@ -232,6 +232,7 @@ def test_the_harbor_world_seeds_every_area(harbor: Path) -> None:
         (lambda d: d["notifications"][0].update(number=40), "notifications[0].number: 40"),
         (lambda d: d["repos"][0]["workflows"][0]["runs"][0].update(branch="nope"), "runs[0].branch: branch 'nope'"),
         (lambda d: d["advisories"].append(d["advisories"][0]), "a GHSA id is used twice"),
+        (lambda d: d["gists"].append(d["gists"][2]), "gists[3].id: 'aaaabbbbccccddddeeeeffff00001111' is used twice"),
     ],
 )
 def test_harbor_validation_names_the_path(edit: Any, message: str) -> None:

@@ -605,8 +605,12 @@ def _check(w: World) -> Iterator[str]:
         yield from _check_git(p, repo, user)
         yield from _check_items(w, p, repo, user)
         yield from _check_repo_extras(p, repo, user)
+    gist_ids: set[str] = set()
     for i, g in enumerate(w.gists):
         yield from user(f"gists[{i}].owner", g.owner)
+        if g.id is not None and g.id in gist_ids:
+            yield f"gists[{i}].id: {g.id!r} is used twice"
+        gist_ids.add(g.id or "")
     for i, project in enumerate(w.projects):
         yield from _check_project(w, f"projects[{i}]", project, user)
     for i, n in enumerate(w.notifications):
