@@ -63,6 +63,7 @@ from nexus_agent.agent.prompts import (
     TOOL_STEPS,
     call_note,
 )
+from nexus_agent.agent.request import Request
 from nexus_agent.agent.view import MAX_ITEMS, answer_view, step_view, whole
 from nexus_agent.backend import Backend
 from nexus_agent.backend.decision import Messages
@@ -70,7 +71,7 @@ from nexus_agent.engine import CHAT, MAIN
 from nexus_agent.examples import Usage
 from nexus_agent.examples.uses import ExampleUses
 from nexus_agent.registry import Tool
-from nexus_agent.routing.followup import CallSoFar, PreviousTurn, asks_for_change
+from nexus_agent.routing.followup import CallSoFar, PreviousTurn
 from nexus_agent.routing.rerank.llm_choice import RESULT_CHARS as CALL_CHARS
 
 log = logging.getLogger(__name__)
@@ -240,10 +241,11 @@ def _run_turn(
                 latency_ms=route.latency_ms,
             )
         )
+        req = Request.parse(request)  # every later step reads this object, not the string again
         if route.tool is None:
-            messages, seq = _without_tool(deps, request, window, history)
+            messages, seq = _without_tool(deps, req, window, history)
         else:
-            loop = _loop(deps, route.tool, route.operation, request, window, history, emit, check, turn)
+            loop = _loop(deps, route.tool, route.operation, req, window, history, emit, check, turn)
             if loop is None:
                 return
             if isinstance(loop, str):  # every change it tried failed: the answer is written from the calls
@@ -294,7 +296,7 @@ def next_heads(convo: Conversation, lane: int, window_turns: int, full_trace: bo
 
 
 def _without_tool(
-    deps: TurnDeps, request: str, window: list[dict[str, str]], history: list[dict[str, str]]
+    deps: TurnDeps, request: Request, window: list[dict[str, str]], history: list[dict[str, str]]
 ) -> tuple[list[dict[str, str]], int]:
     """The answer prompt and lane of a request answered without a tool."""
     if deps.full_trace:
@@ -302,7 +304,7 @@ def _without_tool(
         messages = [
             {"role": "system", "content": SYSTEM_MAIN},
             *history,
-            {"role": "user", "content": NO_TOOL.format(request=request)},
+            {"role": "user", "content": NO_TOOL.format(request=request.text)},
         ]
         return messages, deps.lane
     # No tool: answer in the CHAT lane under the system prompt without the JSON-argument rules (see prompts.NO_TOOL),
@@ -310,7 +312,7 @@ def _without_tool(
     messages = [
         {"role": "system", "content": SYSTEM_CHAT},
         *window,
-        {"role": "user", "content": NO_TOOL.format(request=request)},
+        {"role": "user", "content": NO_TOOL.format(request=request.text)},
     ]
     return messages, CHAT
 
@@ -319,7 +321,7 @@ def _loop(
     deps: TurnDeps,
     first: str,
     first_op: str | None,
-    request: str,
+    request: Request,
     window: list[dict[str, str]],
     history: list[dict[str, str]],
     emit: Emit,
@@ -449,10 +451,12 @@ def _first_line(text: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _next(deps: TurnDeps, request: str, window: list[dict[str, str]], tried: list[CallSoFar]) -> RouteOutcome | None:
+def _next(
+    deps: TurnDeps, request: Request, window: list[dict[str, str]], tried: list[CallSoFar]
+) -> RouteOutcome | None:
     """The next-step decision; None when it failed (the calls that ran are answered anyway)."""
     try:
-        return deps.router.next_step(request, window, tried)
+        return deps.router.next_step(request.text, window, tried)
     except Exception as e:
         log.warning("the next-step decision failed: %s", e)
         return None
@@ -471,7 +475,7 @@ def _emit_route(emit: Emit, nxt: RouteOutcome, step: int) -> None:
     )
 
 
-def _steps_note(request: str, steps: list[_Step]) -> str:
+def _steps_note(request: Request, steps: list[_Step]) -> str:
     """The calls this turn made so far, as the next call's arguments read them (one line each, with a compact view
     of the output: the value a later call needs, ids, numbers, names, URLs, SHAs, paths), then ``LATER_STEP``.
     It goes into the argument request itself: in the history before it, a small model still wrote
@@ -494,7 +498,7 @@ def _call_step(
     deps: TurnDeps,
     qualified: str,
     operation: str | None,
-    request: str,
+    request: Request,
     history: list[dict[str, str]],
     steps: list[_Step],
     step: int,
@@ -517,13 +521,13 @@ def _call_step(
             )
             note = f"{note}\n{failed}" if note else failed
             examples = deps.router.examples_for(
-                request, qualified, operation, replace(deps.examples, arguments="retrieved", arg_examples=1)
+                request.text, qualified, operation, replace(deps.examples, arguments="retrieved", arg_examples=1)
             )
         else:
-            examples = deps.router.examples_for(request, qualified, operation, deps.examples)
+            examples = deps.router.examples_for(request.text, qualified, operation, deps.examples)
         result = ArgumentWriter(deps.backend, lane=deps.lane).write(
             tool,
-            request,
+            request.text,
             history,
             note=note,
             examples=examples,
@@ -569,12 +573,12 @@ def _call_step(
 
 
 def _answer_prompt(
-    deps: TurnDeps, request: str, history: list[dict[str, str]], steps: list[_Step], note: str
+    deps: TurnDeps, request: Request, history: list[dict[str, str]], steps: list[_Step], note: str
 ) -> list[dict[str, str]]:
     """The answer's chat: one call answered as before the loop (a template for a write, a read, an empty read, an
     error); several, a loop that stopped early, or a request for a change that no call made, from the list of calls
     that ran, and only those (with ``NOTHING_CHANGED`` for the last)."""
-    if asks_for_change(request) and not any(s.writes for s in steps):
+    if request.change and not any(s.writes for s in steps):
         note += NOTHING_CHANGED
     if len(steps) == 1 and not note:
         answer = _one_call(deps, request, steps[0])
@@ -589,11 +593,11 @@ def _answer_prompt(
             )
             for i, s in enumerate(steps, 1)
         )
-        answer = TOOL_STEPS.format(request=request, calls=calls or "(none)\n", note=note)
+        answer = TOOL_STEPS.format(request=request.text, calls=calls or "(none)\n", note=note)
     return [{"role": "system", "content": SYSTEM_MAIN}, *history, {"role": "user", "content": answer}]
 
 
-def _data(deps: TurnDeps, request: str, s: _Step) -> str:
+def _data(deps: TurnDeps, request: Request, s: _Step) -> str:
     """What the answer reads of a call's output: a compact view (agent/view.py), the whole of it for an error or
     on demand."""
     if s.is_error or not deps.compact:
@@ -601,10 +605,10 @@ def _data(deps: TurnDeps, request: str, s: _Step) -> str:
     return answer_view(s.text, request, deps.max_items).text
 
 
-def _one_call(deps: TurnDeps, request: str, s: _Step) -> str:
+def _one_call(deps: TurnDeps, request: Request, s: _Step) -> str:
     # a write's empty output is its success; a read's means it found nothing, which answers nothing
     template = (
         TOOL_ERROR if s.is_error else TOOL_DONE if s.may_write else TOOL_EMPTY if carries_nothing(s.text) else TOOL_DATA
     )
     args = json.dumps(s.arguments, ensure_ascii=False)
-    return template.format(tool=s.tool.name, args=args, data=_data(deps, request, s), request=request)
+    return template.format(tool=s.tool.name, args=args, data=_data(deps, request, s), request=request.text)

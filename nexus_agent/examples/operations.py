@@ -11,6 +11,7 @@ what it picks, and the argument grammar then writes nothing else.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import replace
 
 from nexus_agent.examples.sets import ExampleSet
@@ -21,6 +22,8 @@ from nexus_agent.signature import first_sentence
 # Get issue comments."
 _OPTION = re.compile(r"^\s*(?:[-*]|\d+[.)])\s*['\"`]?(?P<value>[\w-]+)['\"`]?\s*[-–:]\s*(?P<desc>\S.*)$", re.M)
 SHOWN = 3  # example requests in an operation's description
+MAX_SETS = 5  # fields an operation's description names
+COMMON = 0.8  # a field that many of a tool's calls set says nothing about one operation
 
 
 def operation_descriptions(tool: Tool) -> dict[str, str]:
@@ -42,12 +45,15 @@ def operation_tools(tool: Tool, examples: ExampleSet | None = None) -> list[Tool
     said = operation_descriptions(tool)
     base = first_sentence(tool.description)
     props = dict(tool.input_schema.get("properties") or {})
-    required = set(tool.input_schema.get("required") or [])
+    every = examples.usages(tool.qualified_name) if examples else []
+    counts = Counter(a for u in every for a in u.arguments)
+    common = {a for a, n in counts.items() if n >= COMMON * len(every)} | set(tool.input_schema.get("required") or [])
     out = []
     for op in tool.operations():
         usages = examples.usages(tool.qualified_name, op) if examples else []
-        # what the operation's calls set, beyond what every call names: "state, title, labels, assignees"
-        sets = [a for a in dict.fromkeys(a for u in usages for a in u.arguments) if a not in required and a != key]
+        # what the operation's calls set, beyond what most calls of the tool name (owner, repo): "state, title,
+        # labels, assignees"
+        sets = [a for a in dict.fromkeys(a for u in usages for a in u.arguments) if a not in common][:MAX_SETS]
         requests = [u.request for u in (examples.diverse(tool.qualified_name, op, SHOWN) if examples else [])]
         shown = "; ".join(f'"{r}"' for r in requests if r)
         what = said.get(op, "").rstrip(".") or f"{key} {op}"

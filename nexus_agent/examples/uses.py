@@ -50,6 +50,10 @@ ARMS: dict[str, ExampleUses] = {
     "keys": replace(_NONE, keys=True),
     "arguments": replace(_NONE, arguments="static"),
     "retrieved": ExampleUses(arguments="retrieved"),
+    # ablations of single uses from "all"
+    "no-escalate": ExampleUses(escalate_writes=False),
+    "no-operations": ExampleUses(operations=False),
+    "no-arguments": ExampleUses(arguments="off"),
 }
 
 

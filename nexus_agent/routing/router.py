@@ -205,7 +205,14 @@ class Router:
         with self.lock:
             qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand))
             return [
-                next((u.request for u in self.examples.closest(qvec, t.qualified_name, t.operation, 1, False)), "")
+                next(
+                    (
+                        u.request
+                        for alone in (True, False)  # an example of this call alone first
+                        for u in self.examples.closest(qvec, t.qualified_name, t.operation, 1, alone)
+                    ),
+                    "",
+                )
                 for t in pool[:n]
             ]
 

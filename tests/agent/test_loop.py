@@ -527,3 +527,30 @@ def test_when_every_change_failed_the_answer_is_written_from_the_calls_not_by_th
     run_turn(_deps(engine, script, tools, [], results), convo, REQUEST, events.append)
     assert not script.seen[0][0].empty  # the search found the issue
     assert events[-1].type == "answer" and not events[-1].text.startswith("Nothing was changed")  # type: ignore[union-attr]
+
+
+def test_the_request_is_parsed_once_for_the_whole_turn(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 54's design note: the request is parsed on arrival, and every step (the view, grounding, the policy,
+    the answer) reads that object, however many calls the turn makes."""
+    from nexus_agent.agent import request as request_module
+
+    parsed: list[str] = []
+    real = request_module.Request.parse
+
+    def counting(text: str) -> request_module.Request:
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(request_module.Request, "parse", staticmethod(counting))
+    comment = {"owner": "acme", "repo": "api", "issue_number": 2, "body": "Handled in #5"}
+    _write_args(monkeypatch, lambda name: comment if "comment" in name else {"query": "rate limiting"})
+    calls: list[tuple[str, dict[str, Any]]] = []
+    results: dict[str, CallResult | Exception] = {SEARCH: CallResult(FOUND, False), COMMENT: CallResult("{}", False)}
+    run_turn(_deps(engine, _Script(SEARCH, [COMMENT]), tools, calls, results), Conversation(), REQUEST, lambda e: None)
+    assert [c[0] for c in calls] == [SEARCH, COMMENT]  # the search's number grounded the comment: both ran
+    assert parsed == [REQUEST]
+    req = real(REQUEST)
+    assert req.quoted == ("Handled in #5",) and req.repos == ("acme/api",) and req.refs == ("5",)
+    assert req.change and not req.question and req.steps == steps_named(REQUEST) and "rate" in req.describing

@@ -70,7 +70,7 @@ def test_each_operation_is_a_tool_of_its_own_described_by_its_examples() -> None
     # what its calls set, then the first examples of different kinds: closing, renaming (another field), then
     # reopening (the same field, another value), not two closes
     assert update.description.startswith(
-        'updates an existing one (sets id, state, title), as in "close ticket 4"; "rename ticket 7 to Slow login"; '
+        'updates an existing one (sets state, title), as in "close ticket 4"; "rename ticket 7 to Slow login"; '
         '"reopen ticket 6"'
     )
     assert '"new ticket: Broken footer"' in create.description
