@@ -421,6 +421,25 @@ def repairable(error: str, tool: Tool) -> bool:
     return named or bool(_FIXABLE.search(error))
 
 
+# an error that says the object does not exist
+_NOT_FOUND = re.compile(r"\b404\b|not found|does not exist|no such (?:file|directory)|ENOENT", re.IGNORECASE)
+# arguments that name the object a call is about
+_NAMES_OBJECT = re.compile(r"(?:^|_)(?:number|id|path|source|file|filename|branch|ref|name)$|[a-z0-9](?:Number|Id|ID)$")
+
+
+def _reported_missing(steps: Sequence[_Step], args: Mapping[str, Any]) -> str | None:
+    """Why the object ``args`` name does not exist, when a read of this turn asked for it and failed as not found
+    (its error's first line), else None."""
+    values = {json.dumps(v) for v in args.values() if isinstance(v, str | int) and not isinstance(v, bool)}
+    for s in steps:
+        if s.may_write or not s.is_error or not _NOT_FOUND.search(s.text):
+            continue
+        named = [json.dumps(v) for k, v in s.arguments.items() if _NAMES_OBJECT.search(k) and not isinstance(v, bool)]
+        if named and all(v in values for v in named):
+            return f"{s.tool.name} found it missing: {_first_line(s.text)}"
+    return None
+
+
 def _changes_not_made(steps: list[_Step], not_run: list[str]) -> str | None:
     """The answer when the turn tried a change and none succeeded (a write failed, or was refused, not confirmed or
     left without valid arguments: ``not_run``), written from the calls, not by the model: measured on the multi-step
@@ -523,6 +542,11 @@ def _call_step(
             examples = deps.router.examples_for(
                 request.text, qualified, operation, replace(deps.examples, arguments="retrieved", arg_examples=1)
             )
+        elif history and deps.examples.arguments == "static":
+            # the fixed examples sit between the system prompt and the history, where their KV loads from disk: with a
+            # history they would push it out of the lane the next turn prefilled (decoded again, here and for the
+            # answer); the operation routing chose still fixes the grammar
+            examples = []
         else:
             examples = deps.router.examples_for(request.text, qualified, operation, deps.examples)
         result = ArgumentWriter(deps.backend, lane=deps.lane).write(
@@ -544,6 +568,10 @@ def _call_step(
         why = f"it would call {tool.name} again with the same arguments, so the loop stopped"
         return _Halt("repeat", why, tool.name, tool.server)
     annotations = deps.annotations(qualified)
+    if needs_confirmation(annotations) and (gone := _reported_missing(steps, args)) is not None:
+        # a read of this turn found the object missing: changing it would make something up (create a file for
+        # "fix the typo in X", write to an issue that does not exist)
+        return _Halt("arguments", f"{tool.name} was not run: {gone}", tool.name, tool.server)
     results = [s.text for s in steps]
     seen = [*history, {"role": "assistant", "content": note}] if note else history
     decision = decide(tool, annotations, args, request, seen, deps.auto_yes, results)

@@ -505,6 +505,11 @@ class Router:
         planned = self._planned_step(query, calls)
         if planned is not None:
             return RouteResult([planned], "auto", planned.key, 0.0, (time.perf_counter() - t0) * 1e3)
+        if self._looked_up_nothing(calls):
+            # the change needed an object its lookup did not find: nothing more to do but say so (measured: asked
+            # on, the decision went on to other writes, on other objects, for requests about objects that do not
+            # exist)
+            return RouteResult([], "done", None, 0.0, (time.perf_counter() - t0) * 1e3)
         # not offered again: a write that succeeded, and a tool whose call failed (measured: offered again, the
         # small model wrote the same arguments, and the repeated call only ended the loop)
         wrote = {split_key(c.tool)[0] for c in calls if c.wrote or (c.failed and c.ran)}
@@ -540,6 +545,25 @@ class Router:
         ms = (time.perf_counter() - t0) * 1e3
         decision: Decision = "escalated" if res.choice is not None else "done"
         return RouteResult(pool, decision, res.choice, 0.0, ms, res.scores, True, decision_ms=decision_ms)
+
+    def _looked_up_nothing(self, calls: Sequence[CallSoFar]) -> bool:
+        """The last call is a read that found nothing, made after a change that could not be made (refused for an
+        identifier nobody gave, or run and failed), and no change has succeeded."""
+        if len(calls) < 2 or any(c.wrote for c in calls):
+            return False
+        last, before = calls[-1], calls[-2]
+        tool = self.by_name().get(split_key(last.tool)[0])
+        wrote_before = self.by_name().get(split_key(before.tool)[0])
+        return (
+            tool is not None
+            and tool.read_only_hint is True
+            and last.ran
+            and not last.failed
+            and last.empty
+            and wrote_before is not None
+            and wrote_before.read_only_hint is not True
+            and (not before.ran or before.failed)
+        )
 
     def _planned_step(self, query: str, calls: Sequence[CallSoFar]) -> Candidate | None:
         """The fixed plan after a change that could not be made (refused for an identifier nobody gave, or run and
