@@ -44,12 +44,29 @@ def _grounded(
     dates read from ``today``."""
     if isinstance(value, list):
         items = prop.get("items") or {}
-        return bool(value) and all(_grounded(v, items, name, text, text_words, today) for v in value)
+        if not value:
+            return _clears(name, text)
+        return all(_grounded(v, items, name, text, text_words, today) for v in value)
     if isinstance(value, dict):
         return bool(value) and any(_grounded(v, {}, k, text, text_words, today) for k, v in value.items())
     return _spelled(value, name, text, text_words) or forms.stated(
         value, prop, name, forms.Context(text, today or dt.date.today())
     )
+
+
+# a request to empty a list: "remove all labels", "unassign everyone", "clear the reviewers", "with no labels"
+_CLEAR = re.compile(
+    r"\b(?:remove|clear|drop|strip|delete|take (?:off|away)|un\w+|none|without)\b|\bno\s+\w", re.IGNORECASE
+)
+
+
+def _clears(name: str, text: str) -> bool:
+    """Whether ``text`` asks to empty the list parameter ``name``: a verb of removal and the parameter's own word
+    ("label" in "unlabel" or "labels", "assign" in "unassign everyone")."""
+    low = text.lower()
+    stems = {w[:-1] if w.endswith("s") else w for w in words(name)}
+    stems |= {w[:-2] for w in stems if w.endswith("ee")}  # assignee -> assign
+    return bool(_CLEAR.search(text)) and any(len(st) >= 4 and st in low for st in stems)
 
 
 def _spelled(value: Any, name: str, text: str, text_words: set[str]) -> bool:
