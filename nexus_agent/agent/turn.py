@@ -542,13 +542,9 @@ def _call_step(
             examples = deps.router.examples_for(
                 request.text, qualified, operation, replace(deps.examples, arguments="retrieved", arg_examples=1)
             )
-        elif history and deps.examples.arguments == "static":
-            # the fixed examples sit between the system prompt and the history, where their KV loads from disk: with a
-            # history they would push it out of the lane the next turn prefilled (decoded again, here and for the
-            # answer); the operation routing chose still fixes the grammar
-            examples = []
         else:
-            examples = deps.router.examples_for(request.text, qualified, operation, deps.examples)
+            uses = deps.examples.with_history(bool(history))
+            examples = deps.router.examples_for(request.text, qualified, operation, uses)
         result = ArgumentWriter(deps.backend, lane=deps.lane).write(
             tool,
             request.text,

@@ -153,7 +153,7 @@ def run_eval(
             decision=route.decision,
         )
         if route.tool is not None and route.tool in tools:
-            shown = router.examples_for(item["query"], route.tool, route.operation, uses)
+            shown = router.examples_for(item["query"], route.tool, route.operation, uses.with_history(bool(window)))
             ar = writer.write(
                 tools[route.tool], item["query"], window, today_of(item), examples=shown, operation=route.operation
             )

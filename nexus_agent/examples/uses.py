@@ -37,6 +37,13 @@ class ExampleUses:
     next_step: bool = True
     repair: bool = True
 
+    def with_history(self, history: bool) -> ExampleUses:
+        """The uses for a request with (or without) earlier turns: the fixed argument examples sit between the system
+        prompt and the history, where their KV loads from disk; with a history they would push it out of the lane
+        the next turn prefilled (decoded again, for the arguments and for the answer), so there they are off (the
+        operation routing chose still fixes the grammar)."""
+        return replace(self, arguments="off") if history and self.arguments == "static" else self
+
     @property
     def any(self) -> bool:
         return self.keys or self.decision or self.operations or self.arguments != "off" or self.next_step
