@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import subprocess
 import sys
@@ -36,10 +37,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from multistep import classify, run_nexus, summarise
+from multistep import run_nexus, run_task, summarise
 
 from nexus_agent.agent.api import AgentConfig, NexusAgent
-from nexus_agent.evaluation.multistep import Task, Workspace, evaluate, load_tasks
+from nexus_agent.evaluation.multistep import Task, Workspace, load_tasks
 from nexus_agent.evaluation.stats import wilson_ci
 from nexus_agent.examples.uses import ARMS
 from nexus_agent.registry import IDENTIFIER
@@ -86,29 +87,12 @@ async def run_tasks(
     assert agent.hub is not None
     writes = {t.qualified_name for t in agent.hub.tools if not t.to_registry_tool().read_only_hint}
     rows = []
+    runner = functools.partial(run_nexus, agent=agent)
     try:
         for t in tasks:
-            ws.reset()
-            t0 = time.perf_counter()
-            calls, answer = await run_nexus(t, agent)
-            secs = time.perf_counter() - t0
-            outcome = evaluate(t, ws, answer=answer)
-            row = {
-                "id": t.id,
-                "kind": t.kind,
-                "ok": outcome.ok,
-                "seconds": round(secs, 2),
-                "calls": calls,
-                "answer": answer,
-                "failed_checks": outcome.failed,
-                "extra_writes": outcome.extra_writes,
-                "failures": classify(t, calls, answer, outcome.ok, writes),
-                "wrote": any(c["name"] in writes and not c["is_error"] for c in calls),
-                # a write the policy refused (tool_skipped) was not tried: only one that was sent
-                "tried_write": any(c["name"] in writes and not c.get("refused") for c in calls),
-            }
+            row = await run_task(t, ws, runner, writes)
             rows.append(row)
-            print(f"[{label} {arm}] {t.id}: ok={outcome.ok} {secs:.0f}s calls={len(calls)} {row['failures']}", file=log)
+            print(f"[{label} {arm}] {t.id}: ok={row['ok']} {row['seconds']:.0f}s calls={len(row['calls'])}", file=log)
             log.flush()
     finally:
         await agent.aclose()
