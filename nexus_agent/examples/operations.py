@@ -21,8 +21,8 @@ from nexus_agent.signature import first_sentence
 # an option line of an operation parameter's description: "- 'create' - creates a new issue." or "2. get_comments -
 # Get issue comments."
 _OPTION = re.compile(r"^\s*(?:[-*]|\d+[.)])\s*['\"`]?(?P<value>[\w-]+)['\"`]?\s*[-–:]\s*(?P<desc>\S.*)$", re.M)
-SHOWN = 3  # example requests in an operation's description
-MAX_SETS = 5  # fields an operation's description names
+SHOWN = 2  # example requests in an operation's description
+MAX_SETS = 4  # fields an operation's description names
 COMMON = 0.8  # a field that many of a tool's calls set says nothing about one operation
 
 

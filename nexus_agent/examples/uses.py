@@ -24,7 +24,7 @@ class ExampleUses:
 
     keys: bool = True
     decision: bool = True
-    decision_examples: int = 5  # how many of the decision's first candidates show their closest example
+    decision_examples: int = 4  # how many of the decision's first candidates show their closest example
     # a request for a change whose first ``write_pool`` candidates hold two or more tools that may write goes to the
     # decision (which reads the examples) whatever retrieval's margin: that margin, between two writes of one object
     # (assign a person / assign Copilot; an issue's update / create), says little about which is meant, and a wrong

@@ -198,14 +198,17 @@ class Router:
 
     def _decision_examples(self, query: str, pool: Sequence[Tool]) -> list[str]:
         """The request of the closest example of each of the decision's first ``decision_examples`` candidates (""
-        where one has none); none when the decision's examples are off."""
+        where one has none, or is an operation, whose line shows its examples); none when the decision's examples
+        are off. Each costs its tokens on every decision that shows it (about 20), so only the first few get one."""
         n = self.cfg.examples.decision_examples if self.cfg.examples.decision else 0
         if not n or not len(self.examples):
             return []
         with self.lock:
             qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand))
             return [
-                next(
+                ""
+                if t.operation is not None  # an operation's own line already shows its examples
+                else next(
                     (
                         u.request
                         for alone in (True, False)  # an example of this call alone first

@@ -67,11 +67,10 @@ def test_each_operation_is_a_tool_of_its_own_described_by_its_examples() -> None
     )
     assert split_key(update.key) == ("tracker__ticket_write", "update") and split_key("a__b") == ("a__b", None)
     assert update.input_schema["properties"]["method"]["enum"] == ["update"]
-    # what its calls set, then the first examples of different kinds: closing, renaming (another field), then
-    # reopening (the same field, another value), not two closes
+    # what its calls set, then the first examples of different kinds: closing, then renaming (another field), not
+    # two closes
     assert update.description.startswith(
-        'updates an existing one (sets state, title), as in "close ticket 4"; "rename ticket 7 to Slow login"; '
-        '"reopen ticket 6"'
+        'updates an existing one (sets state, title), as in "close ticket 4"; "rename ticket 7 to Slow login"'
     )
     assert '"new ticket: Broken footer"' in create.description
     plain = Tool("tracker", "list_tickets", "List tickets.", {"type": "object", "properties": {}})

@@ -30,7 +30,7 @@ _SIG = SignatureOptions(max_params=0, tool_desc_chars=120)  # no parameter shown
 _DESCRIBED = 10
 _SIG_BARE = SignatureOptions(max_params=0, tool_desc_chars=0)
 # one operation of a consolidated tool is described by what it does and its first examples (examples/operations.py)
-OPERATION_DESC_CHARS = 200
+OPERATION_DESC_CHARS = 160
 # The instructions, then worked examples over a made-up ticket tracker (no registry or eval tool, no eval request):
 # a small model took a consolidated write tool's generic name for a read, and a search tool for a question about
 # one object. The system message is the same for every decision, so its KV is reused and the examples cost no time
@@ -126,10 +126,13 @@ def candidate_line(tool: Tool, shown: str, described: bool) -> str:
     return f"- {shown}{sig[len(tool.name) :]}" + (f" [{tool.server}]" if shown == tool.label else "") + "\n"
 
 
+EXAMPLE_CHARS = 90  # of a candidate's closest example request
+
+
 def example_line(request: str) -> str:
     """A candidate's closest example, on the line after it (a line of its own, so the candidate's line stays the
     stable text a compiled block holds)."""
-    return f'  e.g. "{request}"\n'
+    return f'  e.g. "{truncate(request, EXAMPLE_CHARS)}"\n'
 
 
 def build_messages(
