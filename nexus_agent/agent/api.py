@@ -43,6 +43,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from nexus_agent import defaults
+from nexus_agent.agent.args import example_head, with_operation
 from nexus_agent.agent.events import ElicitationEvent, ErrorEvent, Event
 from nexus_agent.agent.forms import dates
 from nexus_agent.agent.history import Conversation
@@ -333,6 +334,28 @@ class NexusAgent:
     @property
     def tools(self) -> list[Tool]:
         return list(self._tools.values())
+
+    def compile_examples(self, progress: Callable[[str, int], None] | None = None) -> int:
+        """Decode and store now the fixed argument examples of every tool and operation that has examples (heads
+        under ``$NEXUS_HOME/heads``), so no request decodes them (``nexus-agent examples compile``); ``progress``
+        gets each routing key and its head's length in tokens. Returns how many heads were warmed."""
+        if self.backend is None or self.router is None:
+            raise RuntimeError("agent is not started: use `async with NexusAgent.from_config(...)`")
+        uses = example_uses(self.cfg.examples).with_history(False)
+        if uses.arguments != "static":
+            return 0
+        n = 0
+        for qualified, tool in self._tools.items():
+            ops: list[str | None] = [*tool.operations()] or [None]
+            for op in ops:
+                shown = self.router.examples_for("", qualified, op, uses)
+                if shown:
+                    with self.backend.turn():
+                        got = self.backend.warm(example_head(with_operation(tool, op), shown), MAIN)
+                    n += 1
+                    if progress is not None:
+                        progress(f"{qualified}#{op}" if op else qualified, got)
+        return n
 
     # -- turns
     def _call_tool_from_thread(self, name: str, args: dict[str, Any], emit: Callable[[Event], None]) -> CallResult:

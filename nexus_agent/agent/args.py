@@ -169,6 +169,13 @@ def example_turns(tool: Tool, examples: Sequence[Usage]) -> list[dict[str, str]]
     return turns
 
 
+def example_head(tool: Tool, examples: Sequence[Usage]) -> list[list[dict[str, str]]]:
+    """The head argument writing starts with for ``tool`` (its operation fixed) and ``examples``, as two chats that
+    differ only after it (:meth:`Backend.warm`): the system prompt and the example exchanges."""
+    head = [{"role": "system", "content": SYSTEM_MAIN}, *example_turns(tool, examples)]
+    return [[*head, {"role": "user", "content": u}] for u in "ab"]
+
+
 def arg_messages(
     tool: Tool,
     request: str,
@@ -246,8 +253,7 @@ class ArgumentWriter:
             if examples:
                 # the system prompt and the examples are the same tokens for every request to this tool: loaded
                 # from disk when a process wrote them before, so they cost no prefill (a no-op on a server)
-                head = [msgs[0], *example_turns(tool, examples)]
-                self.backend.warm([[*head, {"role": "user", "content": u}] for u in "ab"], self.lane)
+                self.backend.warm(example_head(tool, examples), self.lane)
             gen = self._attempt(msgs, grammar)
             first = gen
             args, err, json_ok = self._check(tool, gen.text)

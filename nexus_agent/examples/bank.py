@@ -117,7 +117,7 @@ def load_examples(path: Path | str, server: str) -> list[Example]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as e:
-            raise ExamplesError(path, n, f"not valid JSON ({e.msg} at column {e.colno})") from e
+            raise ExamplesError(path, n, f"not valid JSON ({e.msg}; column {e.colno})") from e
         if not isinstance(row, dict):
             raise ExamplesError(path, n, f"expected a JSON object, got {type(row).__name__}")
         try:

@@ -120,3 +120,18 @@ def test_a_config_entry_names_its_examples_file_relative_to_the_config(tmp_path:
     assert servers["box"].examples == str(tmp_path / "conf" / "box.jsonl")
     assert servers["web"].examples == "/abs/web.jsonl"
     assert servers["plain"].examples is None
+
+
+def test_examples_check_names_a_malformed_line_and_exits_2(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from nexus_agent.cli import _register_all, app
+
+    _register_all()
+    bad = _write(tmp_path / "bad.jsonl", [{"request": "open box 1", "calls": [{"tool": "a"}]}, "{oops"])
+    out = CliRunner().invoke(app, ["examples", "check", str(bad), "--server", "box"])
+    said = "".join(out.output.split())  # the terminal wraps long lines
+    assert out.exit_code == 2 and f"{bad}:2" in said and "notvalidJSON" in said
+    good = _write(tmp_path / "good.jsonl", [{"request": "open box 1", "calls": [{"tool": "a"}]}])
+    out = CliRunner().invoke(app, ["examples", "check", str(good), "--server", "box"])
+    assert out.exit_code == 0 and "1 examples, well formed" in out.output
