@@ -268,6 +268,15 @@ class ArgumentWriter:
                 gen = self._attempt(fix, grammar)
                 args, err, json_ok2 = self._check(tool, gen.text)
                 json_ok = json_ok and json_ok2
+            context = "\n".join([conversation_text(request, history), *results])
+            if args is not None and err is None and copied_from_examples(tool, args, examples, context):
+                # the model took an example's value (its repository, a number) for the request's: the examples
+                # teach the form only, so the arguments are written again without them
+                _, plain = arg_prompt(tool, request, history, today, note)
+                again = self._attempt(plain, grammar)
+                args2, err2, _ = self._check(tool, again.text)
+                if args2 is not None and err2 is None:
+                    gen, args, repaired = again, args2, True
         if args is not None and err is None:
             args = drop_ungrounded(
                 tool,
@@ -296,6 +305,63 @@ class ArgumentWriter:
             return None, f"not valid JSON ({e.msg} at char {e.pos})", False
         err = validate(tool, args)
         return (args if err is None else None), err, True
+
+
+def _leaves(value: Any) -> list[str | int]:
+    """The string and integer values anywhere in ``value`` (a JSON object's leaves; booleans are not values one
+    could copy by mistake)."""
+    if isinstance(value, Mapping):
+        return [x for v in value.values() for x in _leaves(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in _leaves(v)]
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return [value]
+    return []
+
+
+def _enum_values(schema: Any) -> set[str]:
+    """Every string an ``enum`` or ``const`` anywhere in ``schema`` allows (lower case)."""
+    out: set[str] = set()
+    if isinstance(schema, Mapping):
+        for k, v in schema.items():
+            if k == "enum" and isinstance(v, list):
+                out |= {str(x).lower() for x in v}
+            elif k == "const":
+                out.add(str(v).lower())
+            else:
+                out |= _enum_values(v)
+    elif isinstance(schema, list):
+        for v in schema:
+            out |= _enum_values(v)
+    return out
+
+
+def copied_from_examples(
+    tool: Tool, args: Mapping[str, Any], examples: Sequence[Usage], context: str
+) -> list[str | int]:
+    """The values of ``args`` that came from ``examples`` rather than from ``context`` (the request, the
+    conversation and this turn's results): a string that contains an example's string of 3 or more characters, or an
+    integer equal to an example's, when ``context`` does not state that example value (a value of one of ``tool``'s
+    enums is a choice, not a copy). Example values live in a world
+    of their own (``docs/examples.md``), so one found in the arguments was copied."""
+    if not examples:
+        return []
+    said = context.lower()
+    numbers = set(re.findall(r"\d+", said))
+    choices = _enum_values(tool.input_schema)
+    shown = {x for u in examples for x in _leaves(u.arguments) if not (isinstance(x, str) and x.lower() in choices)}
+    found: list[str | int] = []
+    for v in _leaves(dict(args)):
+        if isinstance(v, int):
+            if v in shown and str(v) not in numbers:
+                found.append(v)
+            continue
+        low = v.lower()
+        for e in shown:
+            if isinstance(e, str) and len(e) >= 3 and e.lower() in low and e.lower() not in said:
+                found.append(v)
+                break
+    return found
 
 
 def _json_part(text: str) -> str:

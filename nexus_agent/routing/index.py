@@ -259,6 +259,22 @@ class ToolIndex:
             self._writes = np.fromiter((self.tools[k].declares_write for k in keys), np.bool_, len(keys))
         return self._writes
 
+    def own_scores(self, query: F32) -> F32:
+        """Per-key score over the key's own rows only (its document and synthetic requests, not the requests of
+        its examples), float32 ``[len(slb)]`` in ``slb.keys`` order: what the relevance test and its floor read.
+        Example requests key a tool among tools; whether any tool fits is judged without them, since hundreds of
+        example requests share content words with requests no tool serves ("book a table" and "Add a table view
+        called Triage"). ``query``: float32 ``[dim]``, unit norm."""
+        rs = self.slb.row_scores(query)
+        keys = self.slb.keys
+        out = np.full(len(keys), -np.inf, dtype=np.float32)
+        for i, k in enumerate(keys):
+            rows = self.slb.row_ids(k)
+            n_examples = len(self.example_requests(k)) if (self.cfg.examples.keys or self.tools[k].operation) else 0
+            own = rows[: max(1, len(rows) - n_examples)]
+            out[i] = rs[own].max()
+        return out
+
     def mask(self, allowed: set[str]) -> Mask:
         """Boolean mask over ``slb.keys``: True for the tools in ``allowed`` (qualified names: every operation of a
         consolidated tool; or routing keys)."""

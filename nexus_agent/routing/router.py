@@ -392,7 +392,11 @@ class Router:
         """(relevant, small talk, best cosine to a no-tool exemplar) for a request and its non-empty pool: relevant
         when the pool's best dense score reaches the floor and the request is not nearer an exemplar (small talk)
         than any tool or tool request (docs/measurements.md#relevance)."""
-        best_dense = max(c.dense for c in pool)
+        # over the tools' own rows: example requests rank tools, they do not make a request relevant (own_scores)
+        own = self.index.own_scores(qvec)
+        if allowed is not None:
+            own = np.where(self.index.mask(allowed), own, -np.inf)
+        best_dense = float(own.max()) if len(own) else max(c.dense for c in pool)
         relevant = best_dense >= self.calibration.floor(allowed)
         if not self.cfg.no_tool.exemplars:
             return relevant, False, None
