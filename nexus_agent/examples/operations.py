@@ -22,6 +22,7 @@ from nexus_agent.signature import first_sentence
 # Get issue comments."
 _OPTION = re.compile(r"^\s*(?:[-*]|\d+[.)])\s*['\"`]?(?P<value>[\w-]+)['\"`]?\s*[-–:]\s*(?P<desc>\S.*)$", re.M)
 SHOWN = 2  # example requests in an operation's description
+AS_IN = ", as in "  # what introduces them
 MAX_SETS = 4  # fields an operation's description names
 COMMON = 0.8  # a field that many of a tool's calls set says nothing about one operation
 
@@ -61,9 +62,19 @@ def operation_tools(tool: Tool, examples: ExampleSet | None = None) -> list[Tool
         description = (
             what
             + (f" (sets {', '.join(sets)})" if sets else "")
-            + (f", as in {shown}" if shown else "")
+            + (f"{AS_IN}{shown}" if shown else "")
             + (f" ({tool.name}: {base})" if base else "")
         )
         schema = {**tool.input_schema, "properties": {**props, key: {**props[key], "enum": [op]}}}
         out.append(replace(tool, operation=op, description=description, input_schema=schema))
     return out
+
+
+def without_examples(tool: Tool) -> str:
+    """``tool``'s description without the example requests an operation's description shows (its own words only)."""
+    if tool.operation is None:
+        return tool.description
+    head, _, rest = tool.description.partition(AS_IN)
+    # the tool's own description follows the examples: "… , as in "…"; "…" (issue_write: Create or update…)"
+    tail = rest[rest.find(f" ({tool.name}: ") :] if f" ({tool.name}: " in rest else ""
+    return head + tail

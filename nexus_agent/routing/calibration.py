@@ -18,6 +18,7 @@ from dataclasses import asdict
 import numpy as np
 import numpy.typing as npt
 
+from nexus_agent.examples.operations import without_examples
 from nexus_agent.routing.gate import Gate, adversarial_pairs, calibrate_tau
 from nexus_agent.routing.index import F32, Mask, ToolIndex, digest
 from nexus_agent.routing.options import RouterConfig
@@ -158,10 +159,11 @@ class Calibration:
             owners: list[int] = []
             for i, k in enumerate(self.index.slb.keys):
                 t = self.index.tools[k]
+                # not the example requests (nor an operation's description that quotes them): the relevance tests
+                # read the tools' own words (ToolIndex.own_scores)
                 own = [
                     *self.index.synthetic_of(k)[: self.cfg.no_tool.own_requests],
-                    *self.index.example_requests(k),
-                    first_sentence(t.description) or t.name,
+                    first_sentence(without_examples(t)) or t.name,
                 ]
                 own = [for_retrieval(q, self.cfg.retrieval.expand) for q in own]
                 texts += own

@@ -110,14 +110,24 @@ def test_an_action_no_tool_can_do_is_declined_not_faked(agent: SyncNexusAgent) -
     assert re.search(r"\b(can't|cannot|can not|could not|couldn't|unable|not able)\b", text, re.IGNORECASE), text
 
 
+# writes that act on an issue or pull request given by its number
+WRITES_ON_A_NUMBER = {"add_issue_comment", "add_comment_to_pending_review", "issue_write"}
+
+
 def test_a_write_to_an_object_nobody_named_is_refused_before_confirmation(agent: SyncNexusAgent) -> None:
     before = (len(agent.agent.conversation.turns), len(agent.confirmations))  # type: ignore[attr-defined]
     # no number anywhere in the conversation: whatever issue number the model writes, it made it up
     events = agent.run("add a comment to the issue in acme/api saying thanks")
     route = events[0]
-    assert route.type == "route" and route.tool == "github__add_issue_comment", route  # type: ignore[union-attr]
+    # which comment tool qwen0.5b's decision picks here moves with the history before it (add_issue_comment, or
+    # add_comment_to_pending_review after this module's earlier turns: docs/measurements.md#examples); what this
+    # test pins is that the number nobody gave is refused, whichever write it is
+    assert route.type == "route" and route.tool is not None, route  # type: ignore[union-attr]
+    assert route.tool.split("__")[1].split("#")[0] in WRITES_ON_A_NUMBER, route  # type: ignore[union-attr]
     err = events[-1]
-    assert err.type == "error" and err.stage == "arguments" and "issue_number" in err.message, err  # type: ignore[union-attr]
+    assert err.type == "error" and err.stage == "arguments", err  # type: ignore[union-attr]
+    # the refusal names the number the request never gave
+    assert re.search(r"issue_number|pullNumber", err.message), err  # type: ignore[union-attr]
     assert not any(e.type == "tool_call" for e in events)
     after = (len(agent.agent.conversation.turns), len(agent.confirmations))  # type: ignore[attr-defined]
     assert after == before  # nobody was asked, nothing recorded
