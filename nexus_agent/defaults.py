@@ -22,3 +22,6 @@ default, by measurement: on the first 16 multi-step tune tasks the loop (at most
 did, answers claiming an action that never ran went from 2 to 5, and a single-call request whose call fails paid
 minutes for retries (3 tasks: p50 20 s → 190 s); with qwen1.5b the first tool and its arguments, not the steps after,
 are what fail."""
+
+KV_SCORER: Final = "nexus"
+"""The memory manager's scorer under ``--kv-budget`` (``--kv-policy``; ``nexus_agent.kv.policies.POLICIES``)."""
