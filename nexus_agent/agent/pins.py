@@ -2,8 +2,9 @@
 never evicts (nexus_agent/kv/memory.py).
 
 The same fields the compact view keeps (agent/view.py): in JSON output each ``"key": value`` pair whose key
-identifies the object (number, title, name, login, path, ref, state, …, the nested ``user``'s login; a SHA's first
-12 characters, a message's first line, as the view cuts them), whose value is a non-zero number other than an
+identifies the object (number, title, name, login, path, ref, state, …; a nested object's identifier with the key
+that holds it, ``"user": {"login": "x"``; a SHA's first 12 characters, a message's first line, as the view cuts
+them), whose value is a non-zero number other than an
 internal ``id``, or that lists names (assignees, labels, reviewers); in text output (a file, a directory listing)
 the lines that set a value (``port = 8443``, ``total: 42``) and every number, SHA, path and URL with the word
 before it. Bodies, descriptions, links and zero counts stay unpinned (the view drops them too): they go first when
@@ -26,6 +27,7 @@ _STR = r'"(?:[^"\\]|\\.)*"'
 _NUM = r"-?\d+(?:\.\d+)?"
 _SCALAR = rf"(?:{_STR}|{_NUM}|true|false|null)"
 _PAIR = re.compile(rf'"(?P<key>[A-Za-z_][\w-]*)"\s*:\s*(?P<value>{_SCALAR})')
+_OPENS = re.compile(r'"[A-Za-z_][\w-]*"\s*:\s*\{\s*$')  # `"user": {` before a nested object's first field
 _LIST = re.compile(rf'"(?P<key>[A-Za-z_][\w-]*)"\s*:\s*\[\s*(?:{_STR}\s*,?\s*)*\]')
 # text output: a line that sets a value, or a value with the word before it
 _SETTING = re.compile(r"^[ \t]*[\"']?[A-Za-z_][\w.\- ]{0,40}[\"']?[ \t]*[:=][ \t]*\S[^\n]{0,80}$", re.M)
@@ -59,6 +61,8 @@ def _json_pins(text: str) -> list[tuple[int, int]]:
             elif key == "message":
                 body = body.split("\\n", 1)[0]
             if len(body) <= _SHORT:
+                if key in _NESTED_IDS and (parent := _OPENS.search(text, max(0, a - 40), a)) is not None:
+                    a = parent.start()  # the object's own key: `"user": {"login": "x"` says whose login it is
                 out.append((a, v + 1 + len(body) + (1 if body == value[1:-1] else 0)))
         elif value[0] in "-0123456789":
             if key != "id" and float(value) != 0:

@@ -104,7 +104,8 @@ class SpanIndex:
 
 class Recall:
     """Retrieves evicted spans for a request (module docstring). ``evicted()``: per span id, the share of its
-    tokens the lane no longer holds (the engine's memory manager)."""
+    tokens the lane no longer holds (the engine's memory manager). ``index``: a span index to share (the spans of
+    one history, read by several lanes)."""
 
     def __init__(
         self,
@@ -113,8 +114,9 @@ class Recall:
         floor: float = FLOOR,
         top: int = TOP,
         max_chars: int = MAX_CHARS,
+        index: SpanIndex | None = None,
     ) -> None:
-        self.index = SpanIndex(embedder)
+        self.index = index or SpanIndex(embedder)
         self.evicted = evicted
         self.floor = floor
         self.top = top
@@ -132,9 +134,12 @@ class Recall:
         out = Recalled()
         pieces: list[str] = []
         room = self.max_chars - len(HEADER) - 1
+        outputs = {self.index.spans[sid].turn for sid, _ in hits if self.index.spans[sid].call}
         for sid, _ in hits:
             if gone.get(sid, 0.0) < EVICTED:
                 continue  # still held: nothing to recall
+            if not self.index.spans[sid].call and self.index.spans[sid].turn in outputs:
+                continue  # an answer next to its turn's own output says less than the output
             span = self.index.spans[sid]
             if not span.intact():
                 log.warning("recall: span %s of the history is corrupt or short; skipped", sid)

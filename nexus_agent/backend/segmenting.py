@@ -7,8 +7,9 @@ the model's template and tokenised as the engine will see it, and every token is
 falls in: token byte offsets come from the tokens' own bytes, whose concatenation is the rendered text for the
 byte-level BPE vocabularies of the chat models (checked each time; a vocabulary for which it is not, such as a
 SentencePiece one that adds a leading space, gets no segments and the lane's cells count as the transient prompt).
-Tokens between parts (role headers, ends of messages) are ``frame`` pins of the turn they open or close; a token
-that overlaps a pinned character range is pinned. Messages after the ones with parts (the request being answered,
+Tokens between parts (role headers, ends of messages) are ``frame`` pins of the message they belong to (a message's
+closing tokens are its own, the next one's role header is the next one's); a token that overlaps a pinned character
+range is pinned. Messages after the ones with parts (the request being answered,
 an argument request) are the transient ``prompt``.
 """
 
@@ -69,13 +70,26 @@ def segment(
                 pins.append((b + len(p.text[:x].encode("utf-8")), b + len(p.text[:y].encode("utf-8"))))
             b += n
         at = ci + len(content)
-    head = model.apply_chat_template(messages[: len(parts)], add_generation_prompt=False).encode("utf-8")
-    # where the messages with parts end (their last frame included), when the template renders them as a prefix
-    trace_end = len(head) if data.startswith(head) else (spans[-1][1] if spans else 0)
-    # per token: the index of its part in ``spans`` (-1: a frame inside the trace, -2: the transient prompt)
+    # where each message with parts ends in the rendered text (its closing frame included), when the template
+    # renders a conversation's first messages as a prefix of the whole (the chat templates of these models do)
+    msg_ends = [
+        len(model.apply_chat_template(messages[: i + 1], add_generation_prompt=False).encode("utf-8"))
+        for i in range(len(parts))
+    ]
+    prefix_ok = data.startswith(
+        model.apply_chat_template(messages[: len(parts)], add_generation_prompt=False).encode("utf-8")
+    )
+    trace_end = msg_ends[-1] if msg_ends and prefix_ok else (spans[-1][1] if spans else 0)
+    turn_of = [ps[0].turn if ps else 0 for ps in parts]
+    # per token: the index of its part in ``spans`` (-1: a frame inside the trace, -2: the transient prompt), and
+    # for a frame, the turn of the message it belongs to (a message's closing tokens are its own)
     owner: list[int] = []
-    k = 0
+    frame_turn: list[int] = []
+    k = m = 0
     for s in starts:
+        while m < len(msg_ends) - 1 and msg_ends[m] <= s:
+            m += 1
+        frame_turn.append(turn_of[m] if prefix_ok and turn_of else -1)
         if s >= trace_end:
             owner.append(-2)
             continue
@@ -87,15 +101,17 @@ def segment(
         marked[a + 1 : b + 1] = 1
     count = np.cumsum(marked)
     pinned = [bool(count[e] - count[s]) for s, e in zip(starts, ends, strict=True)]
-    return tokens, SegmentMap(_segments(owner, spans, pinned))
+    return tokens, SegmentMap(_segments(owner, spans, pinned, frame_turn))
 
 
-def _segments(owner: list[int], spans: list[tuple[int, int, Part]], pinned: list[bool]) -> list[Segment]:
+def _segments(
+    owner: list[int], spans: list[tuple[int, int, Part]], pinned: list[bool], frame_turn: list[int]
+) -> list[Segment]:
     out: list[Segment] = []
     i, n = 0, len(owner)
     while i < n:
         j = i
-        while j < n and owner[j] == owner[i]:
+        while j < n and owner[j] == owner[i] and (owner[i] != -1 or frame_turn[j] == frame_turn[i]):
             j += 1
         o = owner[i]
         if o >= 0:
@@ -103,7 +119,8 @@ def _segments(owner: list[int], spans: list[tuple[int, int, Part]], pinned: list
             runs = tuple(_runs(pinned, i, j)) if part.kind.scored else ()
             out.append(Segment(part.kind, part.turn, i, j, part.span, runs))
         elif o == -1:
-            out.append(Segment(SegKind.FRAME, _frame_turn(owner, spans, i, j), i, j))
+            turn = frame_turn[i] if frame_turn[i] >= 0 else _frame_turn(owner, spans, i, j)
+            out.append(Segment(SegKind.FRAME, turn, i, j))
         else:
             out.append(Segment(SegKind.PROMPT, -1, i, j))
         i = j

@@ -515,6 +515,20 @@ class Engine:
         found = LlamaPromptLookupDecoding.find_candidate_pred_tokens(np.asarray(text, dtype=np.intc), 3, n)
         return [int(t) for t in found[:n]]
 
+    def load_lane(self, seq: int, blob: bytes, tokens: list[int]) -> None:
+        """Lane ``seq`` holds ``tokens`` from a sequence-state ``blob`` of another lane that held them at their
+        text positions (never evicted): a benchmark's arms restore the state they share up to where they diverge.
+        A budgeted lane's record starts at those positions."""
+        with self.turn():
+            lane = self.arena.lane(seq)
+            slot = self.arena.slot_for(seq)
+            self.ctx.set_seq_state(blob, slot)
+            lane.tokens = []
+            kv = self._kv(seq, lane)
+            if kv is not None:
+                kv.adopt(tokens)
+            self._record(seq, list(tokens), len(tokens))
+
     def memory(self, seq: int) -> MemoryState | None:
         """The memory manager's state of lane ``seq`` (None: the lane has no managed budget)."""
         kv = self.arena.lane(seq).kv

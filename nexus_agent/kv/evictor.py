@@ -255,16 +255,20 @@ class Evictor:
         mem = kv.memory
         assert mem is not None
         for turn in mem.due(len(kv.tokens)):
-            self._score_turn(kv, mem, slot, lane, turn)
+            self.score_turn(kv, mem, slot, lane, turn)
 
-    def _score_turn(self, kv: LaneKV, mem: MemoryState, slot: int, lane: int, turn: int) -> None:
+    def score_turn(
+        self, kv: LaneKV, mem: MemoryState, slot: int, lane: int, turn: int, policy_name: str | None = None
+    ) -> None:
+        """Score ``turn``'s units once into ``mem`` with the lane's policy (or ``policy_name``: a benchmark scores
+        one lane's turns with several scorers at the same moment, before their arms diverge)."""
         t0 = time.perf_counter()
         n_tok = len(kv.tokens)
         us = [u for u in mem.scored_units(turn, n_tok) if any(kv.pos[i] >= 0 for i in range(u.start, u.end))]
         if not us:
             mem.assign(turn, {}, n_tok, 0.0)
             return
-        policy = make_policy(kv.budget.policy, kv.budget.seed + turn)
+        policy = make_policy(policy_name or kv.budget.policy, kv.budget.seed + turn)
         cache = read_cache(self.ctx, slot, self.shape, values=policy.needs_values)
         if cache.n != kv.cells:
             raise RuntimeError(f"lane {lane}: the lane's record says {kv.cells} cells, its sequence holds {cache.n}")

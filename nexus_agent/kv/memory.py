@@ -172,7 +172,8 @@ class MemoryState:
 
         ``pos``: each lane token's KV position (-1: evicted); ``forced`` [cells]: cells that must stay (the recent
         window, cells other slots share), in position order. Returns the kept mask over the held cells and the
-        units dropped. Drops the oldest turns' pins only when everything else that may go is gone.
+        units dropped. Drops the oldest turns' pins only when every unpinned span but the transient prompt's is gone,
+        and the transient prompt (with a note recalled for it) last.
         """
         n_tokens = len(pos)
         live = [i for i, p in enumerate(pos) if p >= 0]
@@ -186,10 +187,11 @@ class MemoryState:
             cs = [cell_of[i] for i in range(u.start, u.end) if i in cell_of]
             return cs if cs and not forced[cs].any() else None
 
-        def take(order: list[Unit]) -> None:
+        def take(order: list[Unit], whole: bool = False) -> None:
+            """Drop units in order until enough went (``whole``: all of them, a turn's pins go together)."""
             nonlocal got
             for u in order:
-                if got >= need:
+                if got >= need and not whole:
                     return
                 cs = cells(u)
                 if cs is None or not keep[cs].all():
@@ -199,13 +201,17 @@ class MemoryState:
                 dropped.append(u)
 
         all_units = units(self.segments, n_tokens)
+        current = max(self.segments.turns(), default=0)
+
+        def tail(u: Unit) -> bool:  # what the request being answered reads: the prompt and a note recalled for it
+            return u.turn == -1 or (u.kind is SegKind.NOTE and u.turn == current)
+
         free = [u for u in all_units if not u.pin and u.turn != 0]
         scored = [u for u in free if not math.isnan(self.rank[u.start])]
         take(sorted(scored, key=lambda u: (self.rank[u.start], u.turn, u.start)))
-        take([u for u in free if math.isnan(self.rank[u.start])])  # oldest first
-        current = max(self.segments.turns(), default=0)
-        turns = [t for t in self.segments.turns() if 1 <= t < current]
-        for t in turns:
+        # not scored yet (the turn being prefilled), oldest first
+        take([u for u in free if math.isnan(self.rank[u.start]) and not tail(u)])
+        for t in [t for t in self.segments.turns() if 1 <= t < current]:
             if got >= need:
                 break
             if t > self.unpinned_through:
@@ -215,7 +221,9 @@ class MemoryState:
                         f"{t} on, the oldest turns' pins leave memory first; their text can still be recalled"
                     )
                 self.unpinned_through = t
-            take([u for u in all_units if u.pin and u.turn == t])
+            take([u for u in all_units if u.pin and u.turn == t], whole=True)
+        # last: the transient prompt and the note recalled for it, oldest first
+        take([u for u in free if math.isnan(self.rank[u.start]) and tail(u)])
         return keep, dropped
 
     def pinned_cells(self, pos: list[int]) -> int:

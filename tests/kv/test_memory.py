@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nexus_agent.kv.memory import UNIT, MemoryState, units
+from nexus_agent.kv.memory import UNIT, MemoryState, Unit, units
 from nexus_agent.kv.segments import SegKind, Segment, SegmentMap
 
 
@@ -118,9 +118,9 @@ def _cases(draw: st.DrawFn) -> tuple[SegmentMap, int, list[int], int]:
 @settings(max_examples=150, deadline=None)
 @given(_cases())
 def test_plans_match_a_plain_model(case: tuple[SegmentMap, int, list[int], int]) -> None:
-    """Against the plain rules: the head never goes; a pin goes only once no unpinned cell of a non-head turn is left
-    to take; cells that go were held and not forced; the plan drops at least ``need`` cells when the model says
-    that many may go."""
+    """Against the plain rules: the head never goes; a pin goes only once no unpinned span but the transient
+    prompt's is left to take; the transient prompt goes only once no older pin is left; cells that go were held and
+    not forced; the plan drops at least ``need`` cells when the model says that many may go."""
     m, extra, evicted, need = case
     n = m.end + extra
     held = sorted(set(range(n)) - set(evicted))
@@ -138,12 +138,22 @@ def test_plans_match_a_plain_model(case: tuple[SegmentMap, int, list[int], int])
     assert not gone & forced_tokens
     head = m.segments[0]
     assert not gone & set(range(head.start, head.end))
+    current = max(m.turns(), default=0)
     pinned = {i for u in units(m, n) if u.pin for i in range(u.start, u.end)}
-    if gone & pinned:  # then every unpinned span that could go did (a span with a forced cell stays whole)
+
+    def movable(u: Unit) -> set[int]:
+        cells = {i for i in range(u.start, u.end) if pos[i] >= 0}
+        return cells if cells and not cells & forced_tokens else set()
+
+    if gone & pinned:  # then every unpinned span outside the transient prompt that could go did
         for u in units(m, n):
-            cells = {i for i in range(u.start, u.end) if pos[i] >= 0}
-            if not u.pin and u.turn != 0 and cells and not cells & forced_tokens:
-                assert cells <= gone, "a pin went while an unpinned span could still go"
+            if not u.pin and u.turn >= 1:
+                assert movable(u) <= gone, "a pin went while an unpinned span could still go"
+    live_tail = [u for u in units(m, n) if not u.pin and u.turn == -1]
+    if any(movable(u) & gone for u in live_tail):  # then no older pin that could go is left
+        for u in units(m, n):
+            if u.pin and 1 <= u.turn < current:
+                assert movable(u) <= gone, "the turn in progress went while an older pin could still go"
     # the plain model's count of what may go
     may = sum(
         len([i for i in range(u.start, u.end) if pos[i] >= 0])
