@@ -219,7 +219,7 @@ class TraceBench:
         self.embedder = embedder
         self.seed = seed
         self.results: dict[tuple[str, float], ArmResult] = {}
-        self.log: Callable[[str], None] = print
+        self.log: Callable[[str], None] = lambda line: print(line, flush=True)
 
     # -- rendering: the agent's own trace parts, segmented as the backend does
     def render(
@@ -295,10 +295,13 @@ class TraceBench:
         eng.set_budget(lane, KVBudget(DENSE_BUDGET, leader, seed=self.seed, manager=True))
         shadows = {s: MemoryState() for s in dict.fromkeys(scorers[1:]) if s != leader}
         real = eng.evictor.score_turn
+        last = max(save_at, default=0)  # the last turn any arm diverges after
 
         def score_all(
             kv: LaneKV, mem: MemoryState, slot: int, lane_id: int, turn: int, policy_name: str | None = None
         ) -> None:
+            if lane_id == lane and turn > last:
+                return  # past every arm's divergence: nothing reads these scores (the dense lane never evicts)
             if lane_id == lane and policy_name is None:
                 for name, sm in shadows.items():
                     sm.segments = mem.segments
