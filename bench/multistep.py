@@ -178,6 +178,30 @@ class LlamaLoop:
         return calls, ""
 
 
+async def run_task(t: Task, ws: Workspace, runner: Any, writes: set[str]) -> dict[str, Any]:
+    """One task on fresh state: its row (calls, answer, the checks' outcome, failure classes, seconds)."""
+    ws.reset()
+    t0 = time.perf_counter()
+    calls, answer = await runner(t)
+    secs = time.perf_counter() - t0
+    outcome = evaluate(t, ws, answer=answer)
+    return {
+        "id": t.id,
+        "kind": t.kind,
+        "servers": t.servers,
+        "ok": outcome.ok,
+        "seconds": round(secs, 2),
+        "calls": calls,
+        "answer": answer,
+        "failed_checks": outcome.failed,
+        "extra_writes": outcome.extra_writes,
+        "failures": classify(t, calls, answer, outcome.ok, writes),
+        "wrote": any(c["name"] in writes and not c["is_error"] for c in calls),
+        # a write the policy refused (tool_skipped) was not tried: only one that was sent
+        "tried_write": any(c["name"] in writes and not c.get("refused") for c in calls),
+    }
+
+
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     secs = [r["seconds"] for r in rows]
     return {
@@ -259,25 +283,12 @@ async def main_async(a: argparse.Namespace) -> dict[str, Any]:
             runner, closer = loop.run, hub.aclose
         try:
             for t in filled:
-                ws.reset()
-                t0 = time.perf_counter()
-                calls, answer = await runner(t)
-                secs = time.perf_counter() - t0
-                outcome = evaluate(t, ws, answer=answer)
-                row = {
-                    "id": t.id,
-                    "kind": t.kind,
-                    "servers": t.servers,
-                    "ok": outcome.ok,
-                    "seconds": round(secs, 2),
-                    "calls": calls,
-                    "answer": answer,
-                    "failed_checks": outcome.failed,
-                    "extra_writes": outcome.extra_writes,
-                    "failures": classify(t, calls, answer, outcome.ok, writes),
-                }
+                row = await run_task(t, ws, runner, writes)
                 rows[arm].append(row)
-                print(f"[{arm}] {t.id}: ok={outcome.ok} {secs:.0f}s calls={len(calls)} {row['failures']}", flush=True)
+                print(
+                    f"[{arm}] {t.id}: ok={row['ok']} {row['seconds']:.0f}s calls={len(row['calls'])} {row['failures']}",
+                    flush=True,
+                )
                 # the rows so far, so that a run stopped part-way keeps what it measured
                 partial.write_text(json.dumps({"args": vars(a), "rows": rows}, indent=1) + "\n")
         finally:

@@ -121,6 +121,7 @@ ARMS = {
     "before": ["--no-head-cache", "--answer-view", "full"],
     "no-heads": ["--no-head-cache"],
     "full-view": ["--answer-view", "full"],
+    "no-examples": ["--examples", "none"],  # issue 54: no usage examples anywhere
     "after": [],
 }
 # ``--baseline DIR``: one more arm, a checkout of an earlier commit (its own .venv) run with its defaults
@@ -128,8 +129,9 @@ BASELINE: dict[str, Path] = {}
 
 
 def part_one_shot(repeats: int) -> dict[str, Any]:
-    print("one-shot: filling the head store (one untimed run)", flush=True)
-    stored = one_shot_run(ONE_SHOT["escalated"], ARMS["after"])
+    print("one-shot: filling the head store (one untimed run per request)", flush=True)
+    # every request once, untimed: the heads of the tools and operations they reach (their examples) are stored
+    stored = [one_shot_run(req, []) for req in ONE_SHOT.values()]
     rows: list[dict[str, Any]] = []
     for r in range(repeats):
         for kind, req in ONE_SHOT.items():
@@ -546,9 +548,13 @@ def main() -> None:
     ap.add_argument("--model", default="qwen1.5b")
     ap.add_argument("--report", action="store_true", help="only rewrite the summary and the markdown from --json")
     ap.add_argument("--baseline", help="a checkout of an earlier commit, set up (its .venv): a third one-shot arm")
+    ap.add_argument("--arms", default="", help="one-shot: only these arms (comma-separated; default: all)")
     ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "turn_latency.json"))
     a = ap.parse_args()
     parts = a.parts.split(",")
+    if a.arms:
+        for name in [k for k in ARMS if k not in a.arms.split(",")]:
+            del ARMS[name]
     if a.baseline:
         base = Path(a.baseline).resolve()
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=base, capture_output=True, text=True)

@@ -25,3 +25,7 @@ are what fail."""
 
 KV_SCORER: Final = "nexus"
 """The memory manager's scorer under ``--kv-budget`` (``--kv-policy``; ``nexus_agent.kv.policies.POLICIES``)."""
+
+EXAMPLES: Final = "all"
+"""Where the servers' verified usage examples are used (``nexus_agent.examples.uses.ARMS``): routing keys, the
+decision, operations as choices, argument writing, the next step, repair (docs/examples.md)."""

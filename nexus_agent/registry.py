@@ -48,6 +48,17 @@ class McpToolModel(BaseModel):
 IDENTIFIER = re.compile(r"(?:^|_)(?:number|id)$|[a-z0-9](?:Number|Id|ID)$")
 
 
+# Names a consolidated tool gives the parameter that picks its operation (GitHub's ``method``, ``action``).
+OPERATION_PARAMS = frozenset({"method", "action", "operation"})
+OPERATION_SEP = "#"  # between a tool's qualified name and an operation in a routing key
+
+
+def split_key(key: str) -> tuple[str, str | None]:
+    """A routing key -> (the tool's qualified name, the operation or None)."""
+    qualified, sep, operation = key.partition(OPERATION_SEP)
+    return qualified, (operation if sep else None)
+
+
 @dataclass(frozen=True)
 class Tool:
     """One tool as routing sees it.
@@ -64,10 +75,28 @@ class Tool:
     # MCP ``annotations.readOnlyHint`` as declared (None: not declared). Routing tells a question from a change
     # with it (RouterConfig.question_write_penalty); not part of ``content_hash``, which keys embeddings.
     read_only_hint: bool | None = None
+    # the MCP ``_meta`` object as the server sent it (None: none); a tool may carry usage examples there
+    meta: Mapping[str, Any] | None = field(default=None, compare=False)
+    # routing's view of one operation of a consolidated tool (``issue_write`` update): the value of its operation
+    # parameter, fixed in ``input_schema``; None for a tool as its server offers it (routing/examples)
+    operation: str | None = None
 
     @property
     def qualified_name(self) -> str:
         return f"{self.server}__{self.name}"
+
+    @property
+    def key(self) -> str:
+        """What routing ranks: the qualified name, and for one operation of a consolidated tool ``name#operation``
+        (``github__issue_write#update``)."""
+        return (
+            self.qualified_name if self.operation is None else f"{self.qualified_name}{OPERATION_SEP}{self.operation}"
+        )
+
+    @property
+    def label(self) -> str:
+        """The name a decision lists: the tool's, and ``name.operation`` for one operation (``issue_write.update``)."""
+        return self.name if self.operation is None else f"{self.name}.{self.operation}"
 
     @property
     def declares_write(self) -> bool:
@@ -79,6 +108,23 @@ class Tool:
         """Whether a required parameter names an existing object (``issue_number``, ``pullNumber`` …): such a tool
         acts on an object already found, it cannot find one from a description."""
         return any(IDENTIFIER.search(k) for k in self.input_schema.get("required") or [])
+
+    @property
+    def operation_param(self) -> str | None:
+        """The required parameter whose enum selects what a consolidated tool does (``issue_write``'s ``method``:
+        create or update; ``manage_notification_subscription``'s ``action``), or None. One such tool is several
+        operations under one name, which its schema alone cannot tell apart."""
+        props = self.input_schema.get("properties") or {}
+        for name in self.input_schema.get("required") or []:
+            prop = props.get(name) or {}
+            if name in OPERATION_PARAMS and isinstance(prop.get("enum"), list) and len(prop["enum"]) > 1:
+                return str(name)
+        return None
+
+    def operations(self) -> list[str]:
+        """The values of :attr:`operation_param` (empty for a tool with one operation)."""
+        key = self.operation_param
+        return [str(v) for v in self.input_schema["properties"][key]["enum"]] if key else []
 
     def to_mcp(self) -> dict[str, Any]:
         """The MCP wire form (``name``/``description``/``inputSchema``)."""

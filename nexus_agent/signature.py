@@ -38,6 +38,11 @@ class SignatureOptions:
     skip_restating_desc: bool = False
 
 
+def truncate(text: str, n: int) -> str:
+    """``text`` on one line, cut to ``n`` characters (an ellipsis marks a cut)."""
+    return _truncate(text, n)
+
+
 def _truncate(text: str, n: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: max(0, n - 1)].rstrip() + "…"

@@ -43,6 +43,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from nexus_agent import defaults
+from nexus_agent.agent.args import example_head, with_operation
 from nexus_agent.agent.events import ElicitationEvent, ErrorEvent, Event
 from nexus_agent.agent.forms import dates
 from nexus_agent.agent.history import Conversation
@@ -62,6 +63,9 @@ from nexus_agent.agent.view import MAX_ITEMS, AnswerView
 from nexus_agent.backend import Backend, LocalBackend, RemoteBackend, RemoteConfig, RemoteError, check_base_url
 from nexus_agent.backend.decision import Messages
 from nexus_agent.engine import CHAT, MAIN, Engine, EngineConfig
+from nexus_agent.examples import ExampleSet, gather
+from nexus_agent.examples.uses import ARMS as EXAMPLE_ARMS
+from nexus_agent.examples.uses import example_uses
 from nexus_agent.kv.budget import KVBudget
 from nexus_agent.kv.memory import UNIT
 from nexus_agent.kv.policies import EVICT_CHOICES, check_evict
@@ -83,6 +87,12 @@ from nexus_agent.splice.mode import SpliceMode
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = defaults.CHAT_MODEL
+
+
+def check_examples(name: str) -> str:
+    example_uses(name)  # a ValueError names the known settings
+    return name
+
 
 ConfirmFn = Callable[[str, dict[str, Any], Mapping[str, Any] | None], bool | Awaitable[bool]]
 
@@ -139,6 +149,12 @@ class AgentConfig(BaseModel):
     evict: Annotated[
         str, AfterValidator(check_evict), WithJsonSchema({"type": "string", "enum": list(EVICT_CHOICES)})
     ] = defaults.KV_SCORER
+    # where the servers' verified usage examples are used (docs/examples.md): "all", "none", or one use alone
+    # ("keys": routing keys, "arguments": argument writing; "retrieved": all, with the argument writer's examples
+    # the closest to each request instead of a fixed set)
+    examples: Annotated[
+        str, AfterValidator(check_examples), WithJsonSchema({"type": "string", "enum": list(EXAMPLE_ARMS)})
+    ] = defaults.EXAMPLES
 
     @field_validator("engine")
     @classmethod
@@ -210,6 +226,7 @@ class NexusAgent:
         self.router: TurnRouter | None = None
         self._tools: dict[str, Tool] = {}
         self._annotations: dict[str, Mapping[str, Any] | None] = {}
+        self.examples = ExampleSet()  # the servers' usage examples (nexus_agent/examples), gathered at start
         self._loop: asyncio.AbstractEventLoop | None = None
         # server -> the event sinks of the turns now calling one of its tools (the last one is asked an elicitation)
         self._asking: dict[str, list[Callable[[Event], None]]] = {}
@@ -267,6 +284,10 @@ class NexusAgent:
         for name, why in hub.failures.items():
             self._notice(f"MCP server {name!r} failed to start: {why}")
         self._index_tools()
+        uses = example_uses(self.cfg.examples)
+        if uses.any:
+            user_files = {name: getattr(server, "examples", None) for name, server in servers.items()}
+            self.examples = gather(self._tools.values(), user_files, self._notice)
         if loading is not None:
             self.backend = await loading
         else:
@@ -287,7 +308,9 @@ class NexusAgent:
         # disk, in well under a second), not here: the context's cells are shared by every lane, so while a lane
         # holds them every decode in the others attends over them too, 15 % slower per token on 2 cores
         # (docs/measurements.md#turn-latency), a cost a session of auto-routed requests would pay for nothing.
-        self.router = await asyncio.to_thread(AgentRouter.create, list(self._tools.values()), options, self.backend)
+        self.router = await asyncio.to_thread(
+            AgentRouter.create, list(self._tools.values()), options, self.backend, self.examples, uses
+        )
         hub.add_tools_listener(self._on_tools_changed)
 
     def _open_local(self) -> LocalBackend:
@@ -366,6 +389,28 @@ class NexusAgent:
     @property
     def tools(self) -> list[Tool]:
         return list(self._tools.values())
+
+    def compile_examples(self, progress: Callable[[str, int], None] | None = None) -> int:
+        """Decode and store now the fixed argument examples of every tool and operation that has examples (heads
+        under ``$NEXUS_HOME/heads``), so no request decodes them (``nexus-agent examples compile``); ``progress``
+        gets each routing key and its head's length in tokens. Returns how many heads were warmed."""
+        if self.backend is None or self.router is None:
+            raise RuntimeError("agent is not started: use `async with NexusAgent.from_config(...)`")
+        uses = example_uses(self.cfg.examples).with_history(False)
+        if uses.arguments != "static":
+            return 0
+        n = 0
+        for qualified, tool in self._tools.items():
+            ops: list[str | None] = [*tool.operations()] or [None]
+            for op in ops:
+                shown = self.router.examples_for("", qualified, op, uses)
+                if shown:
+                    with self.backend.turn():
+                        got = self.backend.warm(example_head(with_operation(tool, op), shown), MAIN)
+                    n += 1
+                    if progress is not None:
+                        progress(f"{qualified}#{op}" if op else qualified, got)
+        return n
 
     # -- turns
     def _call_tool_from_thread(self, name: str, args: dict[str, Any], emit: Callable[[Event], None]) -> CallResult:
@@ -468,6 +513,7 @@ class NexusAgent:
             compact=self.cfg.answer_view == AnswerView.COMPACT,
             max_items=self.cfg.answer_items,
             max_steps=self.cfg.max_steps,
+            examples=example_uses(self.cfg.examples),
             cancelled=cancel.is_set,
             lane=lane,
         )

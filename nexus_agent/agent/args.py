@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,12 +22,15 @@ from nexus_agent.agent.prompts import SYSTEM_MAIN, arg_request
 from nexus_agent.agent.schema import constraint_for, validate
 from nexus_agent.backend import Backend, JsonConstraint, LocalBackend
 from nexus_agent.engine import MAIN, Engine, Generation
+from nexus_agent.examples import Usage
 from nexus_agent.registry import Tool
 from nexus_agent.signature import SignatureOptions, signature, words
 
 # Parameter descriptions stay, except those that only restate the name ("owner /*Repository owner*/"); the tool's
 # own description is left out, since routing has already chosen the tool (docs/measurements.md#argument-signature).
 ARG_SIGNATURE = SignatureOptions(max_enum=8, max_nested_keys=4, desc_chars=48, skip_restating_desc=True)
+# what an example exchange asks (the real request asks the same over the tool's signature: prompts.ARG_RULES)
+EXAMPLE_ASK = "JSON arguments for: {tool}"
 
 
 @dataclass
@@ -69,6 +72,19 @@ def _prop_rank(prop: Mapping[str, Any], named: bool) -> int | None:
     if t in ("string", "integer", "number", "boolean") and "enum" not in prop:
         rank += 1
     return rank
+
+
+def with_operation(tool: Tool, operation: str | None) -> Tool:
+    """``tool`` with its operation parameter fixed to ``operation`` (a one-value enum: the grammar can write nothing
+    else, and the signature shows it), or as it is when ``operation`` is None or not one of its values."""
+    key = tool.operation_param
+    if operation is None or key is None or operation not in tool.operations():
+        return tool
+    schema = dict(tool.input_schema)
+    props = dict(schema.get("properties") or {})
+    props[key] = {**props[key], "enum": [operation]}
+    schema["properties"] = props
+    return replace(tool, input_schema=schema)
 
 
 def arg_view(tool: Tool, context: str) -> Tool:
@@ -139,12 +155,38 @@ def takes_a_date(tool: Tool) -> bool:
     return False
 
 
+def example_turns(tool: Tool, examples: Sequence[Usage]) -> list[dict[str, str]]:
+    """The examples as earlier exchanges: each request (in a world of its own), then its arguments as the reply; the
+    first asks over the tool's signature (its required and plain parameters, an operation routing chose fixed), the
+    others over its name. Their text depends only on the tool and the examples, so with the system prompt before
+    them they are a stable head whose KV loads from disk (``HeadStore``)."""
+    turns: list[dict[str, str]] = []
+    for i, u in enumerate(examples):
+        what = signature(arg_view(tool, ""), ARG_SIGNATURE) if i == 0 else tool.name
+        ask = EXAMPLE_ASK.format(tool=what)
+        turns.append({"role": "user", "content": f"{u.request}\n\n---\n{ask}" if u.request else ask})
+        turns.append({"role": "assistant", "content": json.dumps(u.arguments, ensure_ascii=False)})
+    return turns
+
+
+def example_head(tool: Tool, examples: Sequence[Usage]) -> list[list[dict[str, str]]]:
+    """The head argument writing starts with for ``tool`` (its operation fixed) and ``examples``, as two chats that
+    differ only after it (:meth:`Backend.warm`): the system prompt and the example exchanges."""
+    head = [{"role": "system", "content": SYSTEM_MAIN}, *example_turns(tool, examples)]
+    return [[*head, {"role": "user", "content": u}] for u in "ab"]
+
+
 def arg_messages(
-    tool: Tool, request: str, history: list[dict[str, str]], today: dt.date | None = None, note: str | None = None
+    tool: Tool,
+    request: str,
+    history: list[dict[str, str]],
+    today: dt.date | None = None,
+    note: str | None = None,
+    examples: Sequence[Usage] = (),
 ) -> list[dict[str, str]]:
-    """Chat messages for argument writing: the shared system prompt, the (pruned) history, then the request
-    with the tool's signature and the rules. Only the last message differs from the answer prompt. A tool with a
-    date parameter is told today's date (with ``today``), so "next Tuesday" can be written as a date."""
+    """Chat messages for argument writing: the shared system prompt, the tool's examples as earlier exchanges
+    (:func:`example_turns`), the (pruned) history, then the request with the tool's signature and the rules. A tool
+    with a date parameter is told today's date (with ``today``), so "next Tuesday" can be written as a date."""
     sig = signature(tool, ARG_SIGNATURE)
     # only when the user names a date: told today's date unasked, the small models add it as a filter (a
     # `since` of today on "list the open issues"), which the grounding check then drops, seconds of decoding later
@@ -153,18 +195,24 @@ def arg_messages(
     )
     return [
         {"role": "system", "content": SYSTEM_MAIN},
+        *example_turns(tool, examples),
         *history,
         {"role": "user", "content": arg_request(request, sig, today if date_note else None, note)},
     ]
 
 
 def arg_prompt(
-    tool: Tool, request: str, history: list[dict[str, str]], today: dt.date | None = None, note: str | None = None
+    tool: Tool,
+    request: str,
+    history: list[dict[str, str]],
+    today: dt.date | None = None,
+    note: str | None = None,
+    examples: Sequence[Usage] = (),
 ) -> tuple[Tool, list[dict[str, str]]]:
     """What argument writing prefills: the view of ``tool`` for this conversation (:func:`arg_view`, whose
     schema the grammar follows) and the chat messages over its signature."""
     view = arg_view(tool, conversation_text(request, history))
-    return view, arg_messages(view, request, history, today, note)
+    return view, arg_messages(view, request, history, today, note, examples)
 
 
 class ArgumentWriter:
@@ -187,14 +235,25 @@ class ArgumentWriter:
         history: list[dict[str, str]] | None = None,
         today: dt.date | None = None,
         note: str | None = None,
+        examples: Sequence[Usage] = (),
+        operation: str | None = None,
+        results: Sequence[str] = (),
     ) -> ArgResult:
         """Arguments for ``tool``; ``today`` (default: the date now) is what relative dates are read from; ``note``:
-        a line for the request (a later step of the agent loop)."""
+        a line for the request (a later step of the agent loop); ``examples``: shown before the history
+        (:func:`example_turns`); ``operation``: the value routing chose for a consolidated tool's operation
+        parameter, which the grammar then fixes; ``results``: the outputs of the calls this turn made so far, whose
+        values ground an optional argument as the conversation's do (a login ``get_me`` returned)."""
         history = history or []
         today = today or dt.date.today()
-        view, msgs = arg_prompt(tool, request, history, today, note)
+        tool = with_operation(tool, operation)
+        view, msgs = arg_prompt(tool, request, history, today, note, examples)
         grammar = constraint_for(view)
         with self.backend.turn():
+            if examples:
+                # the system prompt and the examples are the same tokens for every request to this tool: loaded
+                # from disk when a process wrote them before, so they cost no prefill (a no-op on a server)
+                self.backend.warm(example_head(tool, examples), self.lane)
             gen = self._attempt(msgs, grammar)
             first = gen
             args, err, json_ok = self._check(tool, gen.text)
@@ -209,11 +268,20 @@ class ArgumentWriter:
                 gen = self._attempt(fix, grammar)
                 args, err, json_ok2 = self._check(tool, gen.text)
                 json_ok = json_ok and json_ok2
+            context = "\n".join([conversation_text(request, history), *results])
+            if args is not None and err is None and copied_from_examples(tool, args, examples, context):
+                # the model took an example's value (its repository, a number) for the request's: the examples
+                # teach the form only, so the arguments are written again without them
+                _, plain = arg_prompt(tool, request, history, today, note)
+                again = self._attempt(plain, grammar)
+                args2, err2, _ = self._check(tool, again.text)
+                if args2 is not None and err2 is None:
+                    gen, args, repaired = again, args2, True
         if args is not None and err is None:
             args = drop_ungrounded(
                 tool,
                 args,
-                conversation_text(request, history),
+                "\n".join([conversation_text(request, history), *results]),
                 conversation_text(request, history, user_only=True),
                 today,
             )
@@ -237,6 +305,63 @@ class ArgumentWriter:
             return None, f"not valid JSON ({e.msg} at char {e.pos})", False
         err = validate(tool, args)
         return (args if err is None else None), err, True
+
+
+def _leaves(value: Any) -> list[str | int]:
+    """The string and integer values anywhere in ``value`` (a JSON object's leaves; booleans are not values one
+    could copy by mistake)."""
+    if isinstance(value, Mapping):
+        return [x for v in value.values() for x in _leaves(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in _leaves(v)]
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return [value]
+    return []
+
+
+def _enum_values(schema: Any) -> set[str]:
+    """Every string an ``enum`` or ``const`` anywhere in ``schema`` allows (lower case)."""
+    out: set[str] = set()
+    if isinstance(schema, Mapping):
+        for k, v in schema.items():
+            if k == "enum" and isinstance(v, list):
+                out |= {str(x).lower() for x in v}
+            elif k == "const":
+                out.add(str(v).lower())
+            else:
+                out |= _enum_values(v)
+    elif isinstance(schema, list):
+        for v in schema:
+            out |= _enum_values(v)
+    return out
+
+
+def copied_from_examples(
+    tool: Tool, args: Mapping[str, Any], examples: Sequence[Usage], context: str
+) -> list[str | int]:
+    """The values of ``args`` that came from ``examples`` rather than from ``context`` (the request, the
+    conversation and this turn's results): a string that contains an example's string of 3 or more characters, or an
+    integer equal to an example's, when ``context`` does not state that example value (a value of one of ``tool``'s
+    enums is a choice, not a copy). Example values live in a world
+    of their own (``docs/examples.md``), so one found in the arguments was copied."""
+    if not examples:
+        return []
+    said = context.lower()
+    numbers = set(re.findall(r"\d+", said))
+    choices = _enum_values(tool.input_schema)
+    shown = {x for u in examples for x in _leaves(u.arguments) if not (isinstance(x, str) and x.lower() in choices)}
+    found: list[str | int] = []
+    for v in _leaves(dict(args)):
+        if isinstance(v, int):
+            if v in shown and str(v) not in numbers:
+                found.append(v)
+            continue
+        low = v.lower()
+        for e in shown:
+            if isinstance(e, str) and len(e) >= 3 and e.lower() in low and e.lower() not in said:
+                found.append(v)
+                break
+    return found
 
 
 def _json_part(text: str) -> str:

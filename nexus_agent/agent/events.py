@@ -25,11 +25,13 @@ class Candidate(BaseModel):
 class RouteEvent(_Event):
     """Routing's decision: ``auto`` (margin above τ), ``escalated`` (decided by the reranker/LLM), ``no-tool``,
     or, for a step after the first, ``done`` (no further call). ``tool`` is the qualified name (``server__tool``),
-    None for no-tool and done."""
+    None for no-tool and done; ``operation``, for a consolidated tool (``issue_write``), the value of its operation
+    parameter routing chose (``update``), which the arguments then carry."""
 
     type: Literal["route"] = "route"
     decision: Literal["auto", "escalated", "no-tool", "done"]
     tool: str | None
+    operation: str | None = None
     candidates: list[Candidate] = Field(default_factory=list)
     latency_ms: float = 0.0
     step: int = 1

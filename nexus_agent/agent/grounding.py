@@ -15,9 +15,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nexus_agent.agent import forms
+from nexus_agent.agent.request import Request
 from nexus_agent.agent.schema import validate
 from nexus_agent.registry import IDENTIFIER, Tool
-from nexus_agent.signature import FILLER, words
+from nexus_agent.signature import words
 
 
 def conversation_text(request: str, history: list[dict[str, str]], user_only: bool = False) -> str:
@@ -43,12 +44,29 @@ def _grounded(
     dates read from ``today``."""
     if isinstance(value, list):
         items = prop.get("items") or {}
-        return bool(value) and all(_grounded(v, items, name, text, text_words, today) for v in value)
+        if not value:
+            return _clears(name, text)
+        return all(_grounded(v, items, name, text, text_words, today) for v in value)
     if isinstance(value, dict):
         return bool(value) and any(_grounded(v, {}, k, text, text_words, today) for k, v in value.items())
     return _spelled(value, name, text, text_words) or forms.stated(
         value, prop, name, forms.Context(text, today or dt.date.today())
     )
+
+
+# a request to empty a list: "remove all labels", "unassign everyone", "clear the reviewers", "with no labels"
+_CLEAR = re.compile(
+    r"\b(?:remove|clear|drop|strip|delete|take (?:off|away)|un\w+|none|without)\b|\bno\s+\w", re.IGNORECASE
+)
+
+
+def _clears(name: str, text: str) -> bool:
+    """Whether ``text`` asks to empty the list parameter ``name``: a verb of removal and the parameter's own word
+    ("label" in "unlabel" or "labels", "assign" in "unassign everyone")."""
+    low = text.lower()
+    stems = {w[:-1] if w.endswith("s") else w for w in words(name)}
+    stems |= {w[:-2] for w in stems if w.endswith("ee")}  # assignee -> assign
+    return bool(_CLEAR.search(text)) and any(len(st) >= 4 and st in low for st in stems)
 
 
 def _spelled(value: Any, name: str, text: str, text_words: set[str]) -> bool:
@@ -103,21 +121,24 @@ def _kind_words(name: str, prop: Mapping[str, Any]) -> set[str]:
     return kind
 
 
-def result_identifiers(results: Sequence[str], request: str = "") -> set[str]:
+def result_identifiers(results: Sequence[str], request: Request | str = "", numbers: bool = False) -> set[str]:
     """Identifier values that earlier results of the same turn pinned down, as strings: the scalar values of fields
     named like identifiers (``number``, ``id``, ``issue_number``, ``pullNumber`` …) in a JSON object, or in the one
     row of a list that returned exactly one (bare, or wrapped as ``{"items": [...], "total_count": 1}``), and the
     ``#N`` of a plain-text output that names exactly one. The number a search returned is then the next call's to
     use. A list of several leaves the choice open, so a number picked from it is not given, unless ``request``
     describes one row better than every other (:func:`described_row`: "close the rate limiting issue" and a search
-    that also returned an issue about API keys)."""
+    that also returned an issue about API keys). ``numbers``: only the values of fields named like numbers
+    (``number``, ``pullNumber``): what an ``issue_number`` takes, not an object's database ``id``."""
     found: set[str] = set()
+    field = _NUMBER_FIELD if numbers else IDENTIFIER
+    req = Request.of(request) if request else None
 
     def walk(v: Any) -> None:
         if isinstance(v, dict):
             for k, x in v.items():
                 scalar = isinstance(x, int | str) and not isinstance(x, bool)
-                if scalar and isinstance(k, str) and IDENTIFIER.search(k):
+                if scalar and isinstance(k, str) and field.search(k):
                     found.add(str(x))
                 walk(x)
         elif isinstance(v, list):
@@ -132,30 +153,36 @@ def result_identifiers(results: Sequence[str], request: str = "") -> set[str]:
             found.update(refs if len(refs) == 1 else ())
             continue
         lists = [v for v in data.values() if isinstance(v, list)] if isinstance(data, dict) else []
-        rows = data if isinstance(data, list) else lists[0] if len(lists) == 1 else None
-        if rows is None:
-            walk(data)
-        elif len(rows) == 1:
-            walk(rows[0])
-        elif request and (row := described_row(rows, request)) is not None:
+        rows = data if isinstance(data, list) else lists[0] if len(lists) == 1 else [data]
+        if len(rows) == 1 and (req is None or _label(rows[0]) is None):
+            walk(rows[0])  # one object with nothing to tell it by (a commit, a file): the read pinned it down
+        elif req is not None and (row := described_row(rows, req)) is not None:
+            # a list's row, or a single object (an issue read by a number nobody gave), counts only when the request
+            # describes it: measured, "close the issue about X" with no such issue read #1 and wrote to it
             walk(row)
     return found
 
 
-# Words a request names any object with, so they tell no row from another ("the bug about …", "that issue").
-_GENERIC = frozenset({"issue", "issues", "pr", "prs", "pull", "request", "bug", "about", "please", "can", "you"})
+# A field or parameter that holds an object's number (issue_number, pullNumber, number), not its id.
+_NUMBER_FIELD = re.compile(r"(?:^|_)number$|[a-z0-9]Number$")
 
 
-def described_row(rows: Sequence[Any], request: str) -> Any | None:
+def _label(row: Any) -> str | None:
+    """What a result row is known by: its title or name."""
+    label = row.get("title") or row.get("name") if isinstance(row, dict) else None
+    return label if isinstance(label, str) and label.strip() else None
+
+
+def described_row(rows: Sequence[Any], request: Request | str) -> Any | None:
     """The row of a list whose title (or name) shares more words with ``request`` than any other row's does, with
     at least one shared: the object the request describes. None when no row or two rows match best. The words of an
     ``owner/repo`` the request names do not count (every row of a repository's search has them)."""
-    scope = {w for ref in re.findall(r"[\w.-]+/[\w.-]+", request) for w in words(ref)}
-    asked = {w for w in words(request) if len(w) > 2} - FILLER - _GENERIC - scope
+    asked = Request.of(request).describing
     scored = []
     for row in rows:
-        label = row.get("title") or row.get("name") if isinstance(row, dict) else None
-        scored.append(len(words(label) & asked) if isinstance(label, str) else 0)
+        label = _label(row)
+        # "timezones" in the request names the issue titled "… timezone …" (mentioned: a shared prefix)
+        scored.append(sum(mentioned({w}, words(label)) for w in asked) if label is not None else 0)
     best = max(scored, default=0)
     if best == 0 or scored.count(best) > 1:
         return None
@@ -165,7 +192,7 @@ def described_row(rows: Sequence[Any], request: str) -> Any | None:
 def ungrounded_identifiers(
     tool: Tool,
     args: Mapping[str, Any],
-    request: str,
+    request: Request | str,
     history: Sequence[Mapping[str, str]] = (),
     results: Sequence[str] = (),
 ) -> dict[str, Any]:
@@ -181,16 +208,22 @@ def ungrounded_identifiers(
     returned (:func:`result_identifiers`) is given too."""
     props = tool.input_schema.get("properties") or {}
     required = set(tool.input_schema.get("required") or [])
-    returned = result_identifiers(results, request)
+    req = Request.of(request)
+    returned = result_identifiers(results, req)
+    returned_numbers = result_identifiers(results, req, numbers=True)
     # Text the request gives as another argument's value is not where it names its object: in "Leave a comment
     # 'Handled in #5' on the issue about rate limiting", 5 is part of the comment (measured: the comment went on #5)
-    own = request
+    own = req.text
     for v in args.values():
         if isinstance(v, str) and " " in v.strip() and v.strip() in own:
             own = own.replace(v.strip(), " ")
+    own_words = set(req.words) if own == req.text else words(own)
 
     def given(name: str, value: Any, prop: Mapping[str, Any]) -> bool:
-        if _grounded(value, prop, name, own, words(own)) or str(value) in returned:
+        # a number parameter takes an earlier result's number, not its id (a pull request's id 6 is no #6)
+        if _grounded(value, prop, name, own, own_words):
+            return True
+        if str(value) in (returned_numbers if _NUMBER_FIELD.search(name) else returned):
             return True
         kind = _kind_words(name, prop)
         for m in history:
@@ -212,7 +245,9 @@ def ungrounded_identifiers(
     }
 
 
-def gives_a_required_value(tool: Tool, args: Mapping[str, Any], request: str, history: list[dict[str, str]]) -> bool:
+def gives_a_required_value(
+    tool: Tool, args: Mapping[str, Any], request: Request | str, history: list[dict[str, str]]
+) -> bool:
     """Whether the conversation gives the value of at least one required argument the model wrote (True when
     it wrote none: a tool that needs no object, such as ``mark_all_notifications_read``, is about none). A question
     routed to a write that gives none is about no object in particular ("what's the difference between a fork and
@@ -222,6 +257,6 @@ def gives_a_required_value(tool: Tool, args: Mapping[str, Any], request: str, hi
     required = [(k, v) for k, v in args.items() if k in names]
     if not required:
         return True
-    text = conversation_text(request, history)
+    text = conversation_text(str(request), history)
     tw = words(text)
     return any(_grounded(v, props.get(k) or {}, k, text, tw) for k, v in required)

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from nexus_agent.agent.grounding import gives_a_required_value, ungrounded_identifiers
+from nexus_agent.agent.request import Request
 from nexus_agent.registry import Tool
-from nexus_agent.routing.query import is_question
 
 SKIP_QUESTION = "the request is a question and names nothing this tool would change; answered without it"
 REFUSED_QUESTION = (
@@ -87,7 +87,7 @@ def decide(
     tool: Tool,
     annotations: Mapping[str, Any] | None,
     arguments: Mapping[str, Any],
-    request: str,
+    request: Request | str,
     window: list[dict[str, str]],
     auto_yes: bool,
     results: Sequence[str] = (),
@@ -97,16 +97,17 @@ def decide(
     decide "may write"; ``tool.declares_write`` (the declared ``readOnlyHint: false``) decides what a question is.
     ``results``: the outputs of the calls this turn already made (the agent loop); an identifier they returned
     counts as given."""
+    req = Request.of(request)
     may_write = needs_confirmation(annotations)
     # A write must act on an object the user named: a made-up issue or PR number would change the wrong one. Reads
     # are not checked: a wrong read changes nothing, and read-only tools such as sequentialthinking take counters
     # named like identifiers.
-    made_up = ungrounded_identifiers(tool, arguments, request, window, results) if may_write else {}
+    made_up = ungrounded_identifiers(tool, arguments, req, window, results) if may_write else {}
     # A question is answered, not acted on, so --yes does not cover a write routed from one. Only a declared write
     # counts, as for the routing penalty: tools that declare nothing (google-maps, slack) answer questions with
     # reads (docs/measurements.md#questions-and-writes).
-    question_to_writer = tool.declares_write and is_question(request)
-    if question_to_writer and (made_up or not gives_a_required_value(tool, arguments, request, window)):
+    question_to_writer = tool.declares_write and req.question
+    if question_to_writer and (made_up or not gives_a_required_value(tool, arguments, req, window)):
         return Skip(SKIP_QUESTION)
     if made_up:
         return Refuse(

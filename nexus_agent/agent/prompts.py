@@ -92,6 +92,13 @@ LATER_STEP = (
 )
 
 
+# A write that ran and failed on a parameter, written again once (ExampleUses.repair): the arguments see the error.
+REPAIR = (
+    "(The call {tool} {args} FAILED: {error}\nWrite the arguments again: change what the error names, and leave out "
+    "any value the request does not state.)"
+)
+
+
 def arg_request(request: str, sig: str, today: dt.date | None = None, note: str | None = None) -> str:
     """The argument request; with ``today``, a line giving today's date (ISO, and the weekday) goes first; ``note``
     (a later step of the agent loop: ``LATER_STEP``) goes before the signature."""

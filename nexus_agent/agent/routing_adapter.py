@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import asdict
 
 from nexus_agent.agent.turn import RouteOutcome
 from nexus_agent.backend import Backend
+from nexus_agent.examples import ExampleSet, Usage
+from nexus_agent.examples.uses import ExampleUses
 from nexus_agent.registry import Tool
 from nexus_agent.routing.embedders import create_embedder
 from nexus_agent.routing.embedders.base import Embedder
 from nexus_agent.routing.followup import CallSoFar, PreviousTurn
-from nexus_agent.routing.options import RouterOptions
+from nexus_agent.routing.options import RouterConfig, RouterOptions
 from nexus_agent.routing.router import Router, build_router
+
+# how many examples a tool (and operation) shows in the static mode: one of each kind of call its examples make
+STATIC_EXAMPLES = 5
 
 _embedders: dict[str, Embedder] = {}
 _embedders_lock = threading.Lock()
@@ -50,6 +56,7 @@ class AgentRouter:
             tool=res.tool,
             candidates=[(c.key, c.score) for c in res.candidates[:5]],
             latency_ms=res.latency_ms,
+            operation=res.operation,
         )
 
     def next_step(self, query: str, window: list[dict[str, str]], calls: Sequence[CallSoFar]) -> RouteOutcome:
@@ -59,11 +66,19 @@ class AgentRouter:
             tool=res.tool,
             candidates=[(c.key, c.score) for c in res.candidates[:5]],
             latency_ms=res.latency_ms,
+            operation=res.operation,
         )
 
     def warm(self) -> None:
         """The decision's and the judge's stable heads into their lanes now (start-up)."""
         self.router.warm()
+
+    def examples_for(self, query: str, tool: str, operation: str | None, uses: ExampleUses) -> list[Usage]:
+        if uses.arguments == "static":
+            return self.router.examples.fixed(tool, operation, STATIC_EXAMPLES)
+        if uses.arguments == "retrieved":
+            return self.router.closest_examples(query, tool, operation, uses.arg_examples)
+        return []
 
     def after_turn(self) -> None:
         """Compile, within a small budget, the candidate lines the turn's decision found without a block
@@ -77,9 +92,21 @@ class AgentRouter:
             self.router.replace_tools(changed)
 
     @classmethod
-    def create(cls, tools: Sequence[Tool], options: RouterOptions, backend: Backend | None) -> AgentRouter:
+    def create(
+        cls,
+        tools: Sequence[Tool],
+        options: RouterOptions,
+        backend: Backend | None,
+        examples: ExampleSet | None = None,
+        uses: ExampleUses | None = None,
+    ) -> AgentRouter:
         """:func:`~nexus_agent.routing.router.build_router` with the process's shared embedder; the decision and
-        the relevance judge ask ``backend`` (None, or ``options.reranker == "none"``: retrieval only)."""
+        the relevance judge ask ``backend`` (None, or ``options.reranker == "none"``: retrieval only); ``examples``
+        used as ``uses`` says (routing keys, the decision, operations)."""
         if backend is None:
             options = options.model_copy(update={"reranker": "none"})
-        return cls(build_router(tools, options, backend, embedder=shared_embedder(options.embedder)))
+        tuning = RouterConfig().tuned(examples=asdict(uses)) if uses is not None else None
+        router = build_router(
+            tools, options, backend, embedder=shared_embedder(options.embedder), tuning=tuning, examples=examples
+        )
+        return cls(router)

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from nexus_agent.agent.args import ArgumentWriter
@@ -51,6 +52,7 @@ from nexus_agent.agent.prompts import (
     LATER_STEP,
     NO_TOOL,
     NOTHING_CHANGED,
+    REPAIR,
     SYSTEM_CHAT,
     SYSTEM_MAIN,
     TOOL_DATA,
@@ -62,13 +64,16 @@ from nexus_agent.agent.prompts import (
     call_note,
 )
 from nexus_agent.agent.recall import Recalled
+from nexus_agent.agent.request import Request
 from nexus_agent.agent.view import MAX_ITEMS, answer_view, step_view, whole
 from nexus_agent.backend import Backend
 from nexus_agent.backend.decision import Messages
 from nexus_agent.engine import CHAT, MAIN
+from nexus_agent.examples import Usage
+from nexus_agent.examples.uses import ExampleUses
 from nexus_agent.kv.segments import Part, SegKind
 from nexus_agent.registry import Tool
-from nexus_agent.routing.followup import CallSoFar, PreviousTurn, asks_for_change
+from nexus_agent.routing.followup import CallSoFar, PreviousTurn
 from nexus_agent.routing.rerank.llm_choice import RESULT_CHARS as CALL_CHARS
 
 log = logging.getLogger(__name__)
@@ -82,6 +87,7 @@ class RouteOutcome:
     tool: str | None
     candidates: list[tuple[str, float]]
     latency_ms: float
+    operation: str | None = None  # a consolidated tool's operation, chosen with it (ExampleUses.operations)
 
 
 class TurnRouter(Protocol):
@@ -97,6 +103,11 @@ class TurnRouter(Protocol):
 
     def warm(self) -> None:
         """Load (or decode once) routing's stable prompt heads, before the first request needs them."""
+        ...
+
+    def examples_for(self, query: str, tool: str, operation: str | None, uses: ExampleUses) -> list[Usage]:
+        """The examples argument writing shows for ``tool`` (and ``operation``), as ``uses.arguments`` says:
+        none, a fixed set, or the ones closest to ``query``."""
         ...
 
     def after_turn(self) -> None:
@@ -149,6 +160,7 @@ class TurnDeps:
     compact: bool = True  # answers read a compact view of the tool output (agent/view.py); False: the whole output
     max_items: int = MAX_ITEMS  # rows of a listed result the answer reads
     max_steps: int = 1  # calls one request may make (the agent loop; 1: one call, answered at once)
+    examples: ExampleUses = field(default_factory=ExampleUses)  # where the session's examples are used
 
 
 def run_turn(deps: TurnDeps, convo: Conversation, request: str, emit: Emit) -> None:
@@ -228,14 +240,16 @@ def _run_turn(
             RouteEvent(
                 decision=route.decision,
                 tool=route.tool,
+                operation=route.operation,
                 candidates=[Candidate(name=n, score=s) for n, s in route.candidates],
                 latency_ms=route.latency_ms,
             )
         )
+        req = Request.parse(request)  # every later step reads this object, not the string again
         if route.tool is None:
-            messages, seq = _without_tool(deps, request, window, history)
+            messages, seq = _without_tool(deps, req, window, history)
         else:
-            loop = _loop(deps, route.tool, request, window, history, emit, check, turn)
+            loop = _loop(deps, route.tool, route.operation, req, window, history, emit, check, turn)
             if loop is None:
                 return
             if isinstance(loop, str):  # every change it tried failed: the answer is written from the calls
@@ -313,7 +327,7 @@ def next_heads(convo: Conversation, lane: int, window_turns: int, full_trace: bo
 
 
 def _without_tool(
-    deps: TurnDeps, request: str, window: list[dict[str, str]], history: list[dict[str, str]]
+    deps: TurnDeps, request: Request, window: list[dict[str, str]], history: list[dict[str, str]]
 ) -> tuple[list[dict[str, str]], int]:
     """The answer prompt and lane of a request answered without a tool."""
     if deps.full_trace:
@@ -321,7 +335,7 @@ def _without_tool(
         messages = [
             {"role": "system", "content": SYSTEM_MAIN},
             *history,
-            {"role": "user", "content": NO_TOOL.format(request=request)},
+            {"role": "user", "content": NO_TOOL.format(request=request.text)},
         ]
         return messages, deps.lane
     # No tool: answer in the CHAT lane under the system prompt without the JSON-argument rules (see prompts.NO_TOOL),
@@ -329,7 +343,7 @@ def _without_tool(
     messages = [
         {"role": "system", "content": SYSTEM_CHAT},
         *window,
-        {"role": "user", "content": NO_TOOL.format(request=request)},
+        {"role": "user", "content": NO_TOOL.format(request=request.text)},
     ]
     return messages, CHAT
 
@@ -337,7 +351,8 @@ def _without_tool(
 def _loop(
     deps: TurnDeps,
     first: str,
-    request: str,
+    first_op: str | None,
+    request: Request,
     window: list[dict[str, str]],
     history: list[dict[str, str]],
     emit: Emit,
@@ -352,9 +367,9 @@ def _loop(
     tried: list[CallSoFar] = []  # what the next-step decision reads: the calls that ran, and a refused first one
     not_run: list[str] = []  # writes that did not run (refused, not confirmed, no valid arguments): why
     note = ""
-    qualified, step = first, 1
+    qualified, operation, step = first, first_op, 1
     while True:
-        got = _call_step(deps, qualified, request, history, steps, step, emit, check)
+        got = _call_step(deps, qualified, operation, request, history, steps, step, emit, check)
         if isinstance(got, _Halt) and step == 1:
             if got.stage == "skip":
                 return _without_tool(deps, request, window, history)
@@ -372,7 +387,7 @@ def _loop(
             emit(ToolSkippedEvent(name=got.name, server=got.server, reason=got.message, step=step))
             step += 1
             _emit_route(emit, nxt, step)
-            qualified = nxt.tool
+            qualified, operation = nxt.tool, nxt.operation
             continue
         if isinstance(got, _Halt):
             if got.stage != "skip":  # the policy's Skip was reported by _call_step
@@ -381,6 +396,13 @@ def _loop(
             if got.stage != "repeat" and needs_confirmation(deps.annotations(qualified)):
                 not_run.append(f"{got.name or qualified.split('__', 1)[-1]} was not run: {got.message}")
             break
+        if got.may_write and got.is_error and deps.examples.repair and repairable(got.text, got.tool):
+            # a write that ran and failed on a parameter is written again once, told the error (today's model
+            # repeated the failed arguments when the loop offered the write again)
+            _record(turn, got)
+            again = _call_step(deps, qualified, operation, request, history, steps, step, emit, check, repair=got)
+            if isinstance(again, _Step):
+                got = again
         steps.append(got)
         tried.append(
             CallSoFar(
@@ -405,10 +427,48 @@ def _loop(
         _emit_route(emit, nxt, step)
         if nxt.tool is None:
             break
-        qualified = nxt.tool
+        qualified, operation = nxt.tool, nxt.operation
     if (failed := _changes_not_made(steps, not_run)) is not None:
         return failed
     return _answer_prompt(deps, request, history, steps, note), deps.lane
+
+
+# An error that names what to change in the arguments: a parameter, a missing or required value, an unsupported or
+# invalid field. A 404 ("no such issue") is not one: other arguments cannot make a missing object exist.
+_FIXABLE = re.compile(
+    r"\b(?:missing|required|unsupported|not supported|unknown (?:field|parameter|argument|key)|"
+    r"invalid (?:argument|parameter|field|value)s?|not allowed|cannot be combined)\b",
+    re.IGNORECASE,
+)
+
+
+def repairable(error: str, tool: Tool) -> bool:
+    """Whether a failed call's ``error`` says what to change in its arguments (:data:`_FIXABLE`, or one of the
+    tool's parameter names as a word), and is not a not-found."""
+    if re.search(r"\b404\b|not found|does not exist", error, re.IGNORECASE):
+        return False
+    params = tool.input_schema.get("properties") or {}
+    named = any(re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])", error) for p in params)
+    return named or bool(_FIXABLE.search(error))
+
+
+# an error that says the object does not exist
+_NOT_FOUND = re.compile(r"\b404\b|not found|does not exist|no such (?:file|directory)|ENOENT", re.IGNORECASE)
+# arguments that name the object a call is about
+_NAMES_OBJECT = re.compile(r"(?:^|_)(?:number|id|path|source|file|filename|branch|ref|name)$|[a-z0-9](?:Number|Id|ID)$")
+
+
+def _reported_missing(steps: Sequence[_Step], args: Mapping[str, Any]) -> str | None:
+    """Why the object ``args`` name does not exist, when a read of this turn asked for it and failed as not found
+    (its error's first line), else None."""
+    values = {json.dumps(v) for v in args.values() if isinstance(v, str | int) and not isinstance(v, bool)}
+    for s in steps:
+        if s.may_write or not s.is_error or not _NOT_FOUND.search(s.text):
+            continue
+        named = [json.dumps(v) for k, v in s.arguments.items() if _NAMES_OBJECT.search(k) and not isinstance(v, bool)]
+        if named and all(v in values for v in named):
+            return f"{s.tool.name} found it missing: {_first_line(s.text)}"
+    return None
 
 
 def _changes_not_made(steps: list[_Step], not_run: list[str]) -> str | None:
@@ -441,10 +501,12 @@ def _first_line(text: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _next(deps: TurnDeps, request: str, window: list[dict[str, str]], tried: list[CallSoFar]) -> RouteOutcome | None:
+def _next(
+    deps: TurnDeps, request: Request, window: list[dict[str, str]], tried: list[CallSoFar]
+) -> RouteOutcome | None:
     """The next-step decision; None when it failed (the calls that ran are answered anyway)."""
     try:
-        return deps.router.next_step(request, window, tried)
+        return deps.router.next_step(request.text, window, tried)
     except Exception as e:
         log.warning("the next-step decision failed: %s", e)
         return None
@@ -455,6 +517,7 @@ def _emit_route(emit: Emit, nxt: RouteOutcome, step: int) -> None:
         RouteEvent(
             decision=nxt.decision,
             tool=nxt.tool,
+            operation=nxt.operation,
             candidates=[Candidate(name=n, score=s) for n, s in nxt.candidates],
             latency_ms=nxt.latency_ms,
             step=step,
@@ -462,7 +525,7 @@ def _emit_route(emit: Emit, nxt: RouteOutcome, step: int) -> None:
     )
 
 
-def _steps_note(request: str, steps: list[_Step]) -> str:
+def _steps_note(request: Request, steps: list[_Step]) -> str:
     """The calls this turn made so far, as the next call's arguments read them (one line each, with a compact view
     of the output: the value a later call needs, ids, numbers, names, URLs, SHAs, paths), then ``LATER_STEP``.
     It goes into the argument request itself: in the history before it, a small model still wrote
@@ -485,31 +548,58 @@ def _record(turn: Turn, step: _Step) -> None:
 def _call_step(
     deps: TurnDeps,
     qualified: str,
-    request: str,
+    operation: str | None,
+    request: Request,
     history: list[dict[str, str]],
     steps: list[_Step],
     step: int,
     emit: Emit,
     check: Callable[[], None],
+    repair: _Step | None = None,
 ) -> _Step | _Halt:
-    """Write arguments for ``qualified``, hold or run it: the call that ran, or why it did not (``_Halt``)."""
+    """Write arguments for ``qualified`` (its ``operation`` fixed, when routing chose one), hold or run it: the call
+    that ran, or why it did not (``_Halt``). ``repair``: the same tool's call that just failed on a parameter; the
+    arguments are written again, told its error, beside the tool's closest example."""
     tool = deps.tools().get(qualified)
     if tool is None:
         return _Halt("route", f"routed to {qualified}, which is no longer offered")
     check()
     try:
         note = _steps_note(request, steps) if steps else None
-        result = ArgumentWriter(deps.backend, lane=deps.lane).write(tool, request, history, note=note)
+        if repair is not None:
+            failed = REPAIR.format(
+                tool=tool.name, args=json.dumps(repair.arguments, ensure_ascii=False), error=_first_line(repair.text)
+            )
+            note = f"{note}\n{failed}" if note else failed
+            examples = deps.router.examples_for(
+                request.text, qualified, operation, replace(deps.examples, arguments="retrieved", arg_examples=1)
+            )
+        else:
+            uses = deps.examples.with_history(bool(history))
+            examples = deps.router.examples_for(request.text, qualified, operation, uses)
+        result = ArgumentWriter(deps.backend, lane=deps.lane).write(
+            tool,
+            request.text,
+            history,
+            note=note,
+            examples=examples,
+            operation=operation,
+            results=[st.text for st in steps],
+        )
     except Exception as e:  # the engine failed (a remote server down, a full context): the turn ends here
         return _Halt("arguments", f"argument writing for {tool.name} failed: {e}", tool.name, tool.server)
     if result.arguments is None:
         why = f"could not write valid arguments for {tool.name}: {result.schema_error}"
         return _Halt("arguments", why, tool.name, tool.server)
     args = result.arguments
-    if any(s.qualified == qualified and s.arguments == args for s in steps):
+    if any(s.qualified == qualified and s.arguments == args for s in [*steps, *([repair] if repair else [])]):
         why = f"it would call {tool.name} again with the same arguments, so the loop stopped"
         return _Halt("repeat", why, tool.name, tool.server)
     annotations = deps.annotations(qualified)
+    if needs_confirmation(annotations) and (gone := _reported_missing(steps, args)) is not None:
+        # a read of this turn found the object missing: changing it would make something up (create a file for
+        # "fix the typo in X", write to an issue that does not exist)
+        return _Halt("arguments", f"{tool.name} was not run: {gone}", tool.name, tool.server)
     results = [s.text for s in steps]
     seen = [*history, {"role": "assistant", "content": note}] if note else history
     decision = decide(tool, annotations, args, request, seen, deps.auto_yes, results)
@@ -539,12 +629,12 @@ def _call_step(
 
 
 def _answer_prompt(
-    deps: TurnDeps, request: str, history: list[dict[str, str]], steps: list[_Step], note: str
+    deps: TurnDeps, request: Request, history: list[dict[str, str]], steps: list[_Step], note: str
 ) -> list[dict[str, str]]:
     """The answer's chat: one call answered as before the loop (a template for a write, a read, an empty read, an
     error); several, a loop that stopped early, or a request for a change that no call made, from the list of calls
     that ran, and only those (with ``NOTHING_CHANGED`` for the last)."""
-    if asks_for_change(request) and not any(s.writes for s in steps):
+    if request.change and not any(s.writes for s in steps):
         note += NOTHING_CHANGED
     if len(steps) == 1 and not note:
         answer = _one_call(deps, request, steps[0])
@@ -559,11 +649,11 @@ def _answer_prompt(
             )
             for i, s in enumerate(steps, 1)
         )
-        answer = TOOL_STEPS.format(request=request, calls=calls or "(none)\n", note=note)
+        answer = TOOL_STEPS.format(request=request.text, calls=calls or "(none)\n", note=note)
     return [{"role": "system", "content": SYSTEM_MAIN}, *history, {"role": "user", "content": answer}]
 
 
-def _data(deps: TurnDeps, request: str, s: _Step) -> str:
+def _data(deps: TurnDeps, request: Request, s: _Step) -> str:
     """What the answer reads of a call's output: a compact view (agent/view.py), the whole of it for an error or
     on demand."""
     if s.is_error or not deps.compact:
@@ -571,10 +661,10 @@ def _data(deps: TurnDeps, request: str, s: _Step) -> str:
     return answer_view(s.text, request, deps.max_items).text
 
 
-def _one_call(deps: TurnDeps, request: str, s: _Step) -> str:
+def _one_call(deps: TurnDeps, request: Request, s: _Step) -> str:
     # a write's empty output is its success; a read's means it found nothing, which answers nothing
     template = (
         TOOL_ERROR if s.is_error else TOOL_DONE if s.may_write else TOOL_EMPTY if carries_nothing(s.text) else TOOL_DATA
     )
     args = json.dumps(s.arguments, ensure_ascii=False)
-    return template.format(tool=s.tool.name, args=args, data=_data(deps, request, s), request=request)
+    return template.format(tool=s.tool.name, args=args, data=_data(deps, request, s), request=request.text)

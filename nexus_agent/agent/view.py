@@ -18,12 +18,12 @@ when the output is not JSON (a file's text, a diff): then the request is about t
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from nexus_agent.agent.grounding import mentioned
+from nexus_agent.agent.request import Request
 from nexus_agent.signature import words
 
 
@@ -73,11 +73,6 @@ _SYNONYMS = {
     "description": {"about", "describe", "description", "what"},
     "message": {"message", "messages", "said", "say", "commit", "commits"},
 }
-_DETAIL = re.compile(
-    r"\b(details?|detailed|in full|full (?:text|output|content|body|description|list)|everything|"
-    r"all (?:the )?(?:fields|information|info|data)|raw|verbatim|whole)\b",
-    re.I,
-)
 
 
 @dataclass(frozen=True)
@@ -91,24 +86,25 @@ class View:
     total: int | None = None
 
 
-def wants_detail(request: str) -> bool:
+def wants_detail(request: Request | str) -> bool:
     """Whether the request asks for the whole output rather than the fields it names."""
-    return bool(_DETAIL.search(request))
+    return Request.of(request).detail
 
 
 def whole(text: str, limit: int = MAX_TOOL_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + " …(truncated)"
 
 
-def answer_view(text: str, request: str, max_items: int = MAX_ITEMS) -> View:
+def answer_view(text: str, request: Request | str, max_items: int = MAX_ITEMS) -> View:
     """The view of one tool output ``text`` that answering ``request`` reads (module docstring)."""
-    if wants_detail(request):
+    req = Request.of(request)
+    if req.detail:
         return View(whole(text), full=True)
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, ValueError):
         return View(whole(text), full=True)  # text: a file, a diff, a message — the content is the point
-    asked = words(request)
+    asked = set(req.words)
     rows, rest = _rows(data)
     if rows is None:
         if not isinstance(data, dict):
@@ -126,14 +122,14 @@ def answer_view(text: str, request: str, max_items: int = MAX_ITEMS) -> View:
 STEP_ITEMS = 8  # rows of a listed result the next-step decision and the next arguments read
 
 
-def step_view(text: str, request: str, limit: int = 1500) -> str:
+def step_view(text: str, request: Request | str, limit: int = 1500) -> str:
     """What the next step of the agent loop reads of an earlier result: the compact view with links kept (ids,
     numbers, names, URLs, SHAs, paths), at most ``STEP_ITEMS`` rows and ``limit`` characters."""
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, ValueError):
         return whole(text, limit)  # a file, a diff: its content is what a later step quotes
-    asked = words(request) | {"url", "link"}  # identifying links are kept, bodies stay out
+    asked = set(Request.of(request).words) | {"url", "link"}  # identifying links are kept, bodies stay out
     rows, _ = _rows(data)
     if rows is None:
         shown: Any = _object(data, asked, single=True) if isinstance(data, dict) else data

@@ -9,9 +9,11 @@ from rich.console import Console
 
 from nexus_agent import defaults
 from nexus_agent.cli.cmd_route import (
+    EXAMPLES_DEFAULT,
     RELEVANCE_DEFAULT,
     SPLICE_DEFAULT,
     EngineOpt,
+    ExamplesOpt,
     RelevanceOpt,
     SpliceOpt,
     remote_backend,
@@ -39,6 +41,7 @@ def eval_args(
     splice: SpliceOpt = SPLICE_DEFAULT,
     relevance: RelevanceOpt = RELEVANCE_DEFAULT,
     engine: EngineOpt = None,
+    examples: ExamplesOpt = EXAMPLES_DEFAULT,
 ) -> None:
     """Route and write arguments for every item; check them BFCL-style."""
     from nexus_agent.agent.routing_adapter import AgentRouter
@@ -46,6 +49,8 @@ def eval_args(
     from nexus_agent.engine import Engine, EngineConfig
     from nexus_agent.evaluation.args import load_items, run_eval, to_json
     from nexus_agent.evaluation.files import write_json
+    from nexus_agent.examples import gather
+    from nexus_agent.examples.uses import example_uses
     from nexus_agent.registry import RegistryError, load_registry
     from nexus_agent.routing.options import RouterOptions
 
@@ -78,9 +83,11 @@ def eval_args(
         backend = remote
     try:
         options = RouterOptions(embedder=embedder, reranker=defaults.RERANKER, splice=splice, relevance=relevance)
-        router = AgentRouter.create(tools, options, backend)
+        uses = example_uses(examples)
+        bank = gather(tools, {}, lambda line: _err.print(f"note: {line}")) if uses.any else None
+        router = AgentRouter.create(tools, options, backend, bank, uses)
         with remote_errors():
-            summary, results = run_eval(items, tools, router, backend)
+            summary, results = run_eval(items, tools, router, backend, uses=uses)
             summary["model"] = (remote.capabilities().model if remote else None) or model or defaults.CHAT_MODEL
     finally:
         if local is not None:
@@ -90,6 +97,7 @@ def eval_args(
     summary["splice"] = splice.value if remote is None else "off"
     summary["relevance"] = relevance.value
     summary["engine"] = engine or "in-process"
+    summary["examples"] = examples
     lo, hi = summary["end_to_end_accuracy_ci95"]
     print(
         f"eval-args n={summary['n']} routing={summary['routing_accuracy']:.3f} "

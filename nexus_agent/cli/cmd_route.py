@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from nexus_agent import defaults
+from nexus_agent.examples.uses import ARMS as EXAMPLE_ARMS
 from nexus_agent.routing.options import Relevance, RouterOptions
 from nexus_agent.splice.mode import SpliceMode
 
@@ -56,6 +58,21 @@ RelevanceOpt = Annotated[
         help=f"whether a tool is needed: {', '.join(Relevance)} (llm also asks the decision's LLM)",
     ),
 ]
+EXAMPLES_DEFAULT = defaults.EXAMPLES
+ExamplesOpt = Annotated[
+    str,
+    typer.Option(
+        "--examples",
+        help=f"where the servers' usage examples are used: {', '.join(EXAMPLE_ARMS)} (docs/examples.md)",
+        callback=lambda v: _known_examples(v),
+    ),
+]
+
+
+def _known_examples(value: str) -> str:
+    if value not in EXAMPLE_ARMS:
+        raise typer.BadParameter(f"{value!r}; known: {', '.join(EXAMPLE_ARMS)}")
+    return value
 
 
 EngineOpt = Annotated[
@@ -88,16 +105,29 @@ def remote_backend(engine: str | None, model: str | None) -> RemoteBackend | Non
 
 
 def _router(
-    registry: Path, profile: str | None, options: RouterOptions, remote: RemoteBackend | None = None
+    registry: Path,
+    profile: str | None,
+    options: RouterOptions,
+    remote: RemoteBackend | None = None,
+    examples: str = defaults.EXAMPLES,
 ) -> tuple[Registry, list[Tool], Router]:
-    """(registry, the profile's tools, a router over them) for both commands."""
+    """(registry, the profile's tools, a router over them, using the shipped examples as ``examples`` says) for both
+    commands."""
+    from dataclasses import asdict
+
+    from nexus_agent.examples import gather
+    from nexus_agent.examples.uses import example_uses
     from nexus_agent.registry import load_registry
+    from nexus_agent.routing.options import RouterConfig
     from nexus_agent.routing.router import build_router
 
     reg = load_registry(registry)
     tools = reg.profile(profile)
+    uses = example_uses(examples)
+    bank = gather(tools, {}, lambda line: typer.echo(f"note: {line}", err=True)) if uses.any else None
+    tuning = RouterConfig().tuned(examples=asdict(uses))
     try:
-        return reg, tools, build_router(tools, options, remote)
+        return reg, tools, build_router(tools, options, remote, tuning=tuning, examples=bank)
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint="--reranker") from e
 
@@ -189,12 +219,13 @@ def register(app: typer.Typer) -> None:
         split: Annotated[str | None, typer.Option("--split", help="only this split's lines: tune or check")] = None,
         engine: EngineOpt = None,
         model: ModelOpt = None,
+        examples: ExamplesOpt = EXAMPLES_DEFAULT,
     ) -> None:
         """Evaluate routing on an eval set; prints a one-line summary and writes the JSON summary."""
         from nexus_agent.evaluation.files import write_json
         from nexus_agent.evaluation.routing import evaluate, load_eval, summary_line
 
-        reg, tools, router = _router(registry, profile, _options(locals()), remote_backend(engine, model))
+        reg, tools, router = _router(registry, profile, _options(locals()), remote_backend(engine, model), examples)
         try:
             items = load_eval(eval_file, reg, split)[:limit]
         except ValueError as e:
@@ -214,6 +245,7 @@ def register(app: typer.Typer) -> None:
                 "relevance": relevance.value,
                 "split": split,
                 "engine": engine or "in-process",
+                "examples": examples,
             }
         )
         write_json(json_out, summary)

@@ -19,7 +19,14 @@ from rich.console import Console
 
 from nexus_agent import defaults
 from nexus_agent.agent.view import AnswerView
-from nexus_agent.cli.cmd_route import RELEVANCE_DEFAULT, SPLICE_DEFAULT, RelevanceOpt, SpliceOpt
+from nexus_agent.cli.cmd_route import (
+    EXAMPLES_DEFAULT,
+    RELEVANCE_DEFAULT,
+    SPLICE_DEFAULT,
+    ExamplesOpt,
+    RelevanceOpt,
+    SpliceOpt,
+)
 from nexus_agent.kv.policies import EVICT_CHOICES, POLICIES, check_evict
 from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
 
@@ -356,6 +363,7 @@ def run(
         help="tool calls one request may make: after each result the agent decides between another call and the "
         "answer (1: one call)",
     ),
+    examples: ExamplesOpt = EXAMPLES_DEFAULT,
 ) -> None:
     """Run the agent against MCP servers."""
     from nexus_agent.agent.api import AgentConfig, KVBudgetError
@@ -383,6 +391,7 @@ def run(
             answer_view=answer_view,
             answer_items=answer_items,
             max_steps=max_steps,
+            examples=examples,
             warm_next=prompt is None,  # one request: nothing comes after it to prefill for
         )
     except ValidationError as e:

@@ -26,6 +26,7 @@ from nexus_agent.engine import Engine
 from nexus_agent.evaluation.dialogues import DialogueTurn, conversation_of
 from nexus_agent.evaluation.files import read_jsonl
 from nexus_agent.evaluation.stats import percentile, wilson_ci
+from nexus_agent.examples.uses import ExampleUses, example_uses
 from nexus_agent.registry import Tool
 from nexus_agent.routing.followup import PreviousTurn
 
@@ -124,8 +125,12 @@ def run_eval(
     router: TurnRouter,
     engine: Engine | Backend,
     window_turns: int = 4,
+    uses: ExampleUses | None = None,
 ) -> tuple[dict[str, Any], list[ItemResult]]:
-    """Route and write arguments for every item, on the local ``engine`` or any backend (a remote server)."""
+    """Route and write arguments for every item, on the local ``engine`` or any backend (a remote server); the
+    argument writer shows the examples ``uses`` asks for (default: none) and keeps routing's chosen operation, as the
+    agent does."""
+    uses = uses or example_uses("none")
     tools = {t.qualified_name: t for t in profile_tools}
     writer = ArgumentWriter(engine)
     results: list[ItemResult] = []
@@ -148,7 +153,10 @@ def run_eval(
             decision=route.decision,
         )
         if route.tool is not None and route.tool in tools:
-            ar = writer.write(tools[route.tool], item["query"], window, today_of(item))
+            shown = router.examples_for(item["query"], route.tool, route.operation, uses.with_history(bool(window)))
+            ar = writer.write(
+                tools[route.tool], item["query"], window, today_of(item), examples=shown, operation=route.operation
+            )
             res.json_valid = ar.json_valid
             res.arguments = ar.arguments
             res.latency_ms = route_ms + ar.ttft_ms

@@ -26,7 +26,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +55,7 @@ Pattern = Literal["find-then-act", "read-then-write", "act-then-check"]
 Server = Literal["github", "filesystem", "git"]
 SERVERS: tuple[str, ...] = ("github", "filesystem", "git")
 # Deterministic commits in the git fixture: one fixed clock, advanced a minute per commit.
-_GIT_EPOCH = 1764579600  # 2025-12-01T09:00:00Z
+GIT_EPOCH = 1764579600  # 2025-12-01T09:00:00Z
 
 
 class GoldCall(BaseModel):
@@ -140,7 +140,7 @@ def _sha(data: bytes) -> str:
     return hashlib.sha1(data).hexdigest()[:12]
 
 
-def _git(cwd: Path, *args: str, env: Mapping[str, str] | None = None, git_dir: Path | None = None) -> str:
+def run_git(cwd: Path, *args: str, env: Mapping[str, str] | None = None, git_dir: Path | None = None) -> str:
     argv = ["git", *([f"--git-dir={git_dir}"] if git_dir else []), *args]
     full_env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", **(env or {})}
     proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=full_env, check=True)
@@ -182,8 +182,8 @@ class Workspace:
         shutil.rmtree(self.template, ignore_errors=True)
         self.template.mkdir(parents=True)
         _build_github(self.template / "github", fx["github"][self.fixture])
-        _build_files(self.template / "files", fx["filesystem"][self.fixture])
-        _build_git(self.template / "repo", fx["git"][self.fixture])
+        build_files(self.template / "files", fx["filesystem"][self.fixture])
+        build_git(self.template / "repo", fx["git"][self.fixture])
         for d in (self.gh_dir, self.fs_dir, self.git_dir):
             d.mkdir(parents=True, exist_ok=True)
         self.reset()
@@ -195,16 +195,12 @@ class Workspace:
 
     def reset(self) -> None:
         """Put every server's state back to the template, in place (the server processes keep running)."""
-        src_db, dst_db = self.template / "github" / DB_NAME, self.gh_dir / DB_NAME
-        with closing(sqlite3.connect(src_db)) as src, closing(sqlite3.connect(dst_db)) as dst:
-            src.backup(dst)
-        shutil.rmtree(self.gh_dir / "repos", ignore_errors=True)
-        shutil.copytree(self.template / "github" / "repos", self.gh_dir / "repos", symlinks=True)
-        _replace_contents(self.fs_dir, self.template / "files")
-        _replace_contents(self.git_dir, self.template / "repo")
+        restore_github(self.gh_dir, self.template / "github")
+        replace_contents(self.fs_dir, self.template / "files")
+        replace_contents(self.git_dir, self.template / "repo")
 
     def snapshot(self) -> dict[str, str]:
-        return {**_github_state(self.gh_dir), **_files_state(self.fs_dir), **_git_state(self.git_dir)}
+        return {**github_state(self.gh_dir), **files_state(self.fs_dir), **git_state(self.git_dir)}
 
     def store(self) -> Store:
         return Store(self.gh_dir / DB_NAME)
@@ -231,7 +227,25 @@ class Workspace:
         }
 
 
-def _replace_contents(dst: Path, src: Path) -> None:
+def restore_github(dst: Path, src: Path, repos: Iterable[str] | None = None) -> None:
+    """Put the sandbox data in ``src`` (database and git repositories) in place in ``dst``, where a server may be
+    running: the database through SQLite's backup API (the server's connection stays valid), the repositories
+    copied again (only ``repos``, ``owner/name``, when given: the others are known to be as in ``src``)."""
+    with closing(sqlite3.connect(src / DB_NAME)) as s, closing(sqlite3.connect(dst / DB_NAME)) as d:
+        s.backup(d)
+    if repos is None:
+        shutil.rmtree(dst / "repos", ignore_errors=True)
+        shutil.copytree(src / "repos", dst / "repos", symlinks=True)
+        return
+    for full in repos:
+        owner, name = full.lower().split("/")
+        rel = Path("repos") / owner / f"{name}.git"
+        shutil.rmtree(dst / rel, ignore_errors=True)
+        if (src / rel).exists():
+            shutil.copytree(src / rel, dst / rel, symlinks=True)
+
+
+def replace_contents(dst: Path, src: Path) -> None:
     """Empty ``dst`` (keeping the folder itself, which a server may hold as its root) and copy ``src`` into it."""
     dst.mkdir(parents=True, exist_ok=True)
     for child in dst.iterdir():
@@ -263,7 +277,7 @@ def _build_github(data_dir: Path, fx: Mapping[str, Any]) -> None:
         sb.close()
 
 
-def _build_files(root: Path, fx: Mapping[str, Any]) -> None:
+def build_files(root: Path, fx: Mapping[str, Any]) -> None:
     root.mkdir(parents=True)
     for rel, text in fx["files"].items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -272,30 +286,36 @@ def _build_files(root: Path, fx: Mapping[str, Any]) -> None:
         (root / rel).mkdir(parents=True, exist_ok=True)
 
 
-def _build_git(repo: Path, fx: Mapping[str, Any]) -> None:
+def build_git(repo: Path, fx: Mapping[str, Any]) -> None:
     repo.mkdir(parents=True)
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "config", "user.name", fx["user"]["name"])
-    _git(repo, "config", "user.email", fx["user"]["email"])
+    run_git(repo, "init", "-q", "-b", "main")
+    run_git(repo, "config", "user.name", fx["user"]["name"])
+    run_git(repo, "config", "user.email", fx["user"]["email"])
     for i, commit in enumerate(fx["commits"]):
         branch = commit["branch"]
         if "from" in commit:
-            _git(repo, "checkout", "-q", "-B", branch, commit["from"])
+            run_git(repo, "checkout", "-q", "-B", branch, commit["from"])
         elif i:
-            _git(repo, "checkout", "-q", branch)
+            run_git(repo, "checkout", "-q", branch)
         for rel, text in commit["files"].items():
             (repo / rel).parent.mkdir(parents=True, exist_ok=True)
             (repo / rel).write_text(text, encoding="utf-8")
-            _git(repo, "add", rel)
-        stamp = f"{_GIT_EPOCH + 60 * i} +0000"
-        _git(repo, "commit", "-q", "-m", commit["message"], env={"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
-    _git(repo, "checkout", "-q", fx["checkout"])
+            run_git(repo, "add", rel)
+        stamp = f"{GIT_EPOCH + 60 * i} +0000"
+        run_git(
+            repo, "commit", "-q", "-m", commit["message"], env={"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp}
+        )
+    run_git(repo, "checkout", "-q", fx["checkout"])
     for rel, text in fx.get("worktree", {}).items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text(text, encoding="utf-8")
+    for rel, text in fx.get("staged", {}).items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text, encoding="utf-8")
+        run_git(repo, "add", rel)
 
 
-def _github_state(data_dir: Path) -> dict[str, str]:
+def github_state(data_dir: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     db = sqlite3.connect(data_dir / DB_NAME)
     db.row_factory = sqlite3.Row
@@ -330,16 +350,177 @@ def _github_state(data_dir: Path) -> dict[str, str]:
             out[f"comment {numbers[r['issue_id']]} {r['id']}"] = r["body"]
         for r in db.execute("SELECT * FROM reactions"):
             out[f"reaction {numbers[r['issue_id']]} {r['comment_id']} {r['author']} {r['content']}"] = "1"
+        out.update(_github_tool_state(db, repos, numbers))
     for git_dir in sorted((data_dir / "repos").glob("*/*.git")):
         full = f"{git_dir.parent.name}/{git_dir.name.removesuffix('.git')}"
-        refs = _git(data_dir, "for-each-ref", "--format=%(refname) %(objectname)", git_dir=git_dir)
+        refs = run_git(data_dir, "for-each-ref", "--format=%(refname) %(objectname)", git_dir=git_dir)
         for line in refs.splitlines():
             ref, sha = line.split()
             out[f"ref {full} {ref}"] = sha
     return out
 
 
-def _files_state(root: Path) -> dict[str, str]:
+def _compact(value: Mapping[str, Any]) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _github_tool_state(db: sqlite3.Connection, repos: Mapping[int, str], numbers: Mapping[int, str]) -> dict[str, str]:
+    """The tables of the tools beyond issues, pull requests and git (``store.TOOLS_SCHEMA``), one readable key per
+    object or relation, in the style of :func:`github_state`: ``issue acme/api#1 sub_issues``, ``review
+    acme/api#5 3``, ``release acme/api v1.0``, ``project acme/1``, ``workflow_run acme/api 7`` ... Values hold what a
+    call can change and no timestamps, so a diff shows exactly what changed."""
+    out: dict[str, str] = {}
+    rows = db.execute
+    # Issues: hierarchy, types, custom fields; Copilot's tasks.
+    children: dict[str, list[str]] = {}
+    for r in rows("SELECT parent_id, child_id FROM sub_issues ORDER BY position"):
+        children.setdefault(numbers[r["parent_id"]], []).append(numbers[r["child_id"]])
+    out.update({f"issue {k} sub_issues": ",".join(v) for k, v in children.items()})
+    orgs = {r["id"]: r["login"] for r in rows("SELECT id, login FROM users")}
+    for r in rows("SELECT * FROM issue_types"):
+        out[f"issue_type {orgs[r['org_id']]} {r['name']}"] = f"{r['color']}|{r['description']}"
+    for r in rows("SELECT o.issue_id, t.name FROM issue_type_of o JOIN issue_types t ON t.id = o.type_id"):
+        out[f"issue {numbers[r['issue_id']]} type"] = r["name"]
+    for r in rows("SELECT * FROM issue_fields"):
+        options = ",".join(o["name"] for o in json.loads(r["options"]))
+        out[f"issue_field {orgs[r['org_id']]} {r['name']}"] = f"{r['data_type']}|{options}"
+    for r in rows(
+        "SELECT v.issue_id, f.name, v.value FROM issue_field_values v JOIN issue_fields f ON f.id = v.field_id"
+    ):
+        out[f"issue {numbers[r['issue_id']]} field {r['name']}"] = r["value"]
+    for r in rows("SELECT * FROM copilot_tasks"):
+        pull = numbers.get(r["pull_issue_id"], "") if r["pull_issue_id"] else ""
+        out[f"copilot {numbers[r['issue_id']]} {r['id']}"] = "|".join(
+            (r["kind"], r["base_ref"], r["custom_instructions"], pull)
+        )
+    # Reviews, their threads and comments, reactions to review comments.
+    for r in rows("SELECT * FROM reviews"):
+        out[f"review {numbers[r['issue_id']]} {r['id']}"] = f"{r['author']}|{r['state']}|{r['body']}"
+    threads = {}
+    for r in rows("SELECT * FROM review_threads"):
+        threads[r["id"]] = numbers[r["issue_id"]]
+        where = f"{r['path']}:{r['line']}" if r["line"] is not None else r["path"]
+        out[f"review_thread {threads[r['id']]} {r['id']}"] = f"{where} {r['side']}|resolved={r['resolved']}"
+    for r in rows("SELECT * FROM review_comments"):
+        out[f"review_comment {threads[r['thread_id']]} {r['thread_id']} {r['id']}"] = f"{r['author']}|{r['body']}"
+    for r in rows(
+        "SELECT x.*, c.thread_id FROM review_comment_reactions x JOIN review_comments c ON c.id = x.comment_id"
+    ):
+        out[f"review_reaction {threads[r['thread_id']]} {r['comment_id']} {r['author']} {r['content']}"] = "1"
+    # Repositories: releases, people, stars, subscriptions, settings.
+    for r in rows("SELECT id, stars FROM repos"):
+        out[f"repo {repos[r['id']]} stargazers"] = str(r["stars"])
+    for r in rows("SELECT * FROM releases"):
+        fields = {k: r[k] for k in ("name", "body", "target", "draft", "prerelease")}
+        out[f"release {repos[r['repo_id']]} {r['tag_name']}"] = _compact(fields)
+    for r in rows("SELECT * FROM collaborators"):
+        out[f"collaborator {repos[r['repo_id']]} {r['login'].lower()}"] = r["permission"]
+    for r in rows("SELECT * FROM stars"):
+        out[f"star {r['login'].lower()} {repos[r['repo_id']]}"] = "1"
+    for r in rows("SELECT * FROM repo_subscriptions"):
+        out[f"subscription {r['login'].lower()} {repos[r['repo_id']]}"] = "ignoring" if r["ignored"] else "watching"
+    for r in rows("SELECT * FROM repo_settings"):
+        out[f"repo {repos[r['repo_id']]} setting {r['key']}"] = r["value"]
+    # Gists.
+    gists = {}
+    for r in rows("SELECT * FROM gists"):
+        gists[r["id"]] = r["gist_id"]
+        out[f"gist {r['gist_id']}"] = _compact(
+            {"owner": r["owner"], "description": r["description"], "public": r["public"]}
+        )
+    for r in rows("SELECT * FROM gist_files"):
+        out[f"gist {gists[r['gist_id']]} file {r['filename']}"] = r["content"]
+    # Discussions.
+    for r in rows("SELECT * FROM discussion_categories"):
+        out[f"discussion_category {repos[r['repo_id']]} {r['name']}"] = "answerable" if r["answerable"] else ""
+    discussions, categories = {}, {r["id"]: r["name"] for r in rows("SELECT id, name FROM discussion_categories")}
+    for r in rows("SELECT * FROM discussions"):
+        discussions[r["id"]] = f"{repos[r['repo_id']]}#{r['number']}"
+        fields = {
+            "title": r["title"],
+            "body": r["body"],
+            "category": categories[r["category_id"]],
+            "closed": r["closed"],
+        }
+        out[f"discussion {discussions[r['id']]}"] = _compact(fields | {"answer": r["answer_id"]})
+    for r in rows("SELECT * FROM discussion_comments"):
+        at = f"{r['reply_to']}/{r['id']}" if r["reply_to"] else str(r["id"])
+        out[f"discussion_comment {discussions[r['discussion_id']]} {at}"] = f"{r['author']}|{r['body']}"
+    out.update(_project_state(db, orgs, numbers))
+    # Actions.
+    paths = {}
+    for r in rows("SELECT * FROM workflows"):
+        paths[r["id"]] = r["path"]
+        out[f"workflow {repos[r['repo_id']]} {r['path']}"] = f"{r['name']}|{r['state']}"
+    runs = {}
+    for r in rows("SELECT * FROM workflow_runs"):
+        runs[r["id"]] = repos[r["repo_id"]]
+        fields = {k: r[k] for k in ("event", "status", "conclusion", "run_attempt", "head_branch", "logs_deleted")}
+        out[f"workflow_run {runs[r['id']]} {r['id']}"] = _compact(fields | {"workflow": paths[r["workflow_id"]]})
+    for r in rows("SELECT * FROM workflow_jobs"):
+        value = f"{r['name']}|attempt={r['run_attempt']}|{r['status']}|{r['conclusion']}"
+        out[f"workflow_job {runs[r['run_id']]} {r['run_id']} {r['id']}"] = value
+    for r in rows("SELECT * FROM workflow_artifacts"):
+        out[f"artifact {runs[r['run_id']]} {r['run_id']} {r['name']}"] = f"{r['size_in_bytes']}|expired={r['expired']}"
+    # Notifications and thread subscriptions.
+    for r in rows("SELECT * FROM notifications"):
+        subject = f"{r['subject_type']} {r['subject_number'] or r['subject_ref'] or r['subject_title']}"
+        fields = {"repo": repos[r["repo_id"]], "subject": subject, "reason": r["reason"]}
+        out[f"notification {r['id']}"] = _compact(fields | {"unread": r["unread"], "done": r["done"]})
+    for r in rows("SELECT * FROM thread_subscriptions"):
+        out[f"thread_subscription {r['notification_id']}"] = "ignoring" if r["ignored"] else "watching"
+    # Alerts and advisories.
+    for table, what in (
+        ("code_scanning_alerts", "rule_id"),
+        ("dependabot_alerts", "package"),
+        ("secret_scanning_alerts", "secret_type"),
+        ("code_quality_findings", "rule_id"),
+    ):
+        for r in rows(f"SELECT * FROM {table}"):
+            out[f"{table.removesuffix('s')} {repos[r['repo_id']]} {r['number']}"] = f"{r['state']}|{r[what]}"
+    for r in rows("SELECT * FROM advisories"):
+        where = repos[r["repo_id"]] if r["repo_id"] is not None else "global"
+        fields = {"where": where, "state": r["state"], "severity": r["severity"], "summary": r["summary"]}
+        out[f"advisory {r['ghsa_id']}"] = _compact(fields | {"withdrawn": bool(r["withdrawn_at"])})
+    return out
+
+
+def _project_state(db: sqlite3.Connection, owners: Mapping[int, str], numbers: Mapping[int, str]) -> dict[str, str]:
+    """Projects: ``project harbor-io/1``, its fields, items (``project_item harbor-io/1 3``: what the item is), item
+    values by field name (option names and iteration titles, not ids), views and status updates."""
+    out: dict[str, str] = {}
+    projects, fields = {}, {}
+    for r in db.execute("SELECT * FROM projects"):
+        projects[r["id"]] = f"{owners[r['owner_id']]}/{r['number']}"
+        state = {k: r[k] for k in ("title", "short_description", "readme", "public", "closed")}
+        out[f"project {projects[r['id']]}"] = _compact(state)
+    for r in db.execute("SELECT * FROM project_fields"):
+        fields[r["id"]] = r
+        choices = [o["name"] for o in json.loads(r["options"])]
+        choices += [i["title"] for i in json.loads(r["configuration"]).get("iterations", [])]
+        out[f"project_field {projects[r['project_id']]} {r['name']}"] = f"{r['data_type']}|{','.join(choices)}"
+    items = {}
+    for r in db.execute("SELECT * FROM project_items"):
+        items[r["id"]] = projects[r["project_id"]]
+        what = numbers.get(r["issue_id"], "") if r["issue_id"] else f"draft: {r['draft_title']}"
+        out[f"project_item {items[r['id']]} {r['id']}"] = what + ("|archived" if r["archived_at"] else "")
+    for r in db.execute("SELECT * FROM project_item_values"):
+        field = fields[r["field_id"]]
+        value = json.loads(r["value"])
+        named = json.loads(field["options"]) + json.loads(field["configuration"]).get("iterations", [])
+        value = next((o.get("name") or o.get("title") for o in named if o["id"] == value), value)
+        out[f"project_value {items[r['item_id']]} {r['item_id']} {field['name']}"] = str(value)
+    for r in db.execute("SELECT * FROM project_views"):
+        visible = [fields[f]["name"] for f in json.loads(r["visible_fields"]) if f in fields]
+        view = {"name": r["name"], "layout": r["layout"], "filter": r["filter"], "visible_fields": visible}
+        out[f"project_view {projects[r['project_id']]} {r['number']}"] = _compact(view)
+    for r in db.execute("SELECT * FROM project_status_updates"):
+        value = f"{r['status']}|{r['start_date']}|{r['target_date']}|{r['body']}"
+        out[f"project_status_update {projects[r['project_id']]} {r['id']}"] = value
+    return out
+
+
+def files_state(root: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root).as_posix()
@@ -347,15 +528,15 @@ def _files_state(root: Path) -> dict[str, str]:
     return out
 
 
-def _git_state(repo: Path) -> dict[str, str]:
+def git_state(repo: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     if not (repo / ".git").exists():
         return out
-    for line in _git(repo, "for-each-ref", "--format=%(refname) %(objectname)").splitlines():
+    for line in run_git(repo, "for-each-ref", "--format=%(refname) %(objectname)").splitlines():
         ref, sha = line.split()
         out[f"git ref {ref}"] = sha
-    out["git HEAD"] = _git(repo, "symbolic-ref", "-q", "HEAD").strip() if _head_is_branch(repo) else "detached"
-    for line in _git(repo, "ls-files", "-s").splitlines():
+    out["git HEAD"] = run_git(repo, "symbolic-ref", "-q", "HEAD").strip() if _head_is_branch(repo) else "detached"
+    for line in run_git(repo, "ls-files", "-s").splitlines():
         meta, path = line.split("\t", 1)
         out[f"git index {path}"] = meta.split()[1]
     for p in sorted(repo.rglob("*")):
@@ -530,7 +711,7 @@ def _gh_file(ctx: CheckContext, spec: dict[str, Any]) -> str | None:
     """File ``path`` on ``branch`` of ``repo``: ``contains`` every string, ``not_contains`` none."""
     git_dir = _gh_git(ctx, spec["repo"])
     try:
-        text = _git(ctx.ws.gh_dir, "show", f"{spec.get('branch', 'main')}:{spec['path']}", git_dir=git_dir)
+        text = run_git(ctx.ws.gh_dir, "show", f"{spec.get('branch', 'main')}:{spec['path']}", git_dir=git_dir)
     except subprocess.CalledProcessError:
         return "no such file"
     bad = [n for n in spec.get("not_contains", []) if n.lower() in text.lower()]
@@ -602,13 +783,13 @@ def _git_commit(ctx: CheckContext, spec: dict[str, Any]) -> str | None:
     changes every file of ``files_include``."""
     repo, rev = ctx.ws.git_dir, spec.get("branch", "HEAD")
     try:
-        sha = _git(repo, "rev-parse", "--verify", "-q", rev).strip()
+        sha = run_git(repo, "rev-parse", "--verify", "-q", rev).strip()
     except subprocess.CalledProcessError:
         return f"no branch {rev}"
     if sha in ctx.ws.pristine.values():
         return "no new commit"
-    message = _git(repo, "log", "-1", "--format=%B", sha)
-    changed = set(_git(repo, "show", "--name-only", "--format=", sha).split())
+    message = run_git(repo, "log", "-1", "--format=%B", sha)
+    changed = set(run_git(repo, "show", "--name-only", "--format=", sha).split())
     missing = [f for f in spec.get("files_include", []) if f not in changed]
     extra = [f for f in spec.get("files_exclude", []) if f in changed]
     problems = [p for p in (_contains_all(message, spec.get("message_contains", [])),) if p]
@@ -619,7 +800,7 @@ def _git_commit(ctx: CheckContext, spec: dict[str, Any]) -> str | None:
 @check("git_status")
 def _git_status(ctx: CheckContext, spec: dict[str, Any]) -> str | None:
     """``path``'s status: ``staged`` (changes in the index, ready to commit) or ``clean`` (nothing uncommitted)."""
-    line = _git(ctx.ws.git_dir, "status", "--porcelain", "--", spec["path"]).rstrip("\n")
+    line = run_git(ctx.ws.git_dir, "status", "--porcelain", "--", spec["path"]).rstrip("\n")
     if spec.get("clean"):
         return None if not line else f"status {line!r}"
     if spec.get("staged"):

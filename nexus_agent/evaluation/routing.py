@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from nexus_agent.evaluation.files import read_jsonl
 from nexus_agent.evaluation.stats import percentile, wilson_ci
-from nexus_agent.registry import Registry
+from nexus_agent.registry import Registry, split_key
 from nexus_agent.routing.router import Router, RouteResult
 
 
@@ -85,7 +85,7 @@ class ItemResult:
     @property
     def gold_in_pool(self) -> bool:
         """An expected tool is among the candidates handed to the final decision."""
-        return any(c.key in self.item.gold for c in self.result.candidates)
+        return any(split_key(c.key)[0] in self.item.gold for c in self.result.candidates)
 
 
 def evaluate(
@@ -100,7 +100,11 @@ def evaluate(
             allowed = set(profile)
         res = router.route(it.query, it.history, allowed=allowed)
         # SLB recall is measured on the dense ranking alone (the pool's fused order is what the reranker sees).
-        dense_order = [c.key for c in sorted(router.retrieve(it.query, allowed), key=lambda c: -c.dense)]
+        dense_order = list(
+            dict.fromkeys(
+                split_key(c.key)[0] for c in sorted(router.retrieve(it.query, allowed), key=lambda c: -c.dense)
+            )
+        )
         rank = next((i for i, k in enumerate(dense_order) if k in it.gold), None) if it.gold else None
         results.append(ItemResult(it, res, rank))
     return summarize(results, router.cfg.retrieval.pool), results
@@ -158,7 +162,7 @@ def summarize(results: Sequence[ItemResult], pool: int) -> dict[str, Any]:
         out["accuracy_escalated"] = sum(r.correct for r in esc) / len(esc) if esc else float("nan")
         # what the escalated items would have scored with retrieval top-1 alone (does escalation help?)
         out["accuracy_escalated_if_top1"] = (
-            sum(r.result.candidates[0].key in r.item.gold for r in esc if r.result.candidates) / len(esc)
+            sum(split_key(r.result.candidates[0].key)[0] in r.item.gold for r in esc if r.result.candidates) / len(esc)
             if esc
             else float("nan")
         )

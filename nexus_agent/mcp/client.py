@@ -464,6 +464,7 @@ class MCPServerSource(ToolSource):
             annotations=annotations,
             title=tool.title,
             output_schema=tool.output_schema,
+            meta=tool.meta,
         )
 
     async def _serve(self, session: Client) -> _Command:

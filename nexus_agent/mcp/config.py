@@ -15,8 +15,10 @@ the MCP revision (see :data:`Protocol`). An HTTP server that answers 401 is auth
 :mod:`nexus_agent.mcp.auth`); its optional ``"oauth"`` object names a pre-registered client (``clientId``, and the
 environment variable ``clientSecretEnv`` that holds its secret: never the secret itself), the ``scope`` to ask for,
 a fixed ``redirectPort`` for the login's localhost redirect, and ``headless`` (complete the authorization without a
-browser, where the authorization server approves without a person). Keys other clients add for their own UI
-(``autoApprove``, ``alwaysAllow``, ...) are ignored; ``"disabled": true`` (Cline) drops the server.
+browser, where the authorization server approves without a person). Our own extension ``"examples": "FILE"`` names
+a JSON Lines file of usage examples for the server's tools (``nexus_agent/examples/bank.py``, docs/examples.md).
+Keys other clients add for their own UI (``autoApprove``, ``alwaysAllow``, ...) are ignored; ``"disabled": true``
+(Cline) drops the server.
 
 The file may also name the generation engine, an OpenAI-compatible server (``nexus-agent run --engine``; the API key
 comes from ``NEXUS_API_KEY`` or ``OPENAI_API_KEY``, never from the file)::
@@ -64,6 +66,9 @@ class StdioServerConfig(BaseModel):
     cwd: str | None = None
     disabled: bool = False
     protocol: Protocol = "auto"
+    # our extension: a JSON Lines file of usage examples for this server's tools (docs/examples.md); a relative
+    # path is read from the config file's folder
+    examples: str | None = Field(default=None, min_length=1)
 
     @property
     def transport(self) -> str:
@@ -107,6 +112,7 @@ class HttpServerConfig(BaseModel):
     disabled: bool = False
     protocol: Protocol = "auto"
     oauth: OAuthConfig = Field(default_factory=OAuthConfig)
+    examples: str | None = Field(default=None, min_length=1)  # as StdioServerConfig.examples
 
     @field_validator("url")
     @classmethod
@@ -161,7 +167,16 @@ def load_config(path: str | Path) -> MCPConfig:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{file}:{exc.lineno}:{exc.colno}", "", f"invalid JSON: {exc.msg}") from None
-    return parse_config(data, source=file)
+    cfg = parse_config(data, source=file)
+    # an examples file named relative to the config is read from the config's folder, wherever the agent runs
+    base = Path(path).resolve().parent
+    servers = {
+        name: s.model_copy(update={"examples": str(base / s.examples)})
+        if s.examples is not None and not Path(s.examples).is_absolute()
+        else s
+        for name, s in cfg.servers.items()
+    }
+    return cfg.model_copy(update={"servers": servers})
 
 
 def parse_config(data: Any, source: str = "<memory>") -> MCPConfig:

@@ -35,6 +35,7 @@ class ToolInfo:
     annotations: Mapping[str, Any] | None = None
     title: str | None = None
     output_schema: Mapping[str, Any] | None = None
+    meta: Mapping[str, Any] | None = None  # the tool's MCP ``_meta``
 
     @property
     def qualified_name(self) -> str:
@@ -43,7 +44,7 @@ class ToolInfo:
     def fingerprint(self) -> str:
         """Everything a client can see of the tool, canonicalised; equal fingerprints mean "unchanged"."""
         return json.dumps(
-            [self.description, self.input_schema, self.annotations, self.title, self.output_schema],
+            [self.description, self.input_schema, self.annotations, self.title, self.output_schema, self.meta],
             sort_keys=True,
             ensure_ascii=False,
             default=str,
@@ -58,6 +59,7 @@ class ToolInfo:
             input_schema=dict(self.input_schema),
             source=f"mcp:{self.server}",
             read_only_hint=read_only_hint_of(self.annotations),
+            meta=self.meta,
         )
 
 

@@ -78,7 +78,8 @@ class Calibration:
     def calibrate(self) -> dict[str, float]:
         """Calibrate τ (and the relevance floor) on registry-derived adversarial queries; cached on disk."""
         # the exemplars' text is part of the key: editing them moves the floor
-        cfg = json.dumps(asdict(self.cfg), sort_keys=True) + "\n".join(no_tool_exemplars())
+        # "own rows": the floor is taken over the tools' own rows (ToolIndex.own_scores), as the test reads them
+        cfg = json.dumps(asdict(self.cfg), sort_keys=True) + "\n".join(no_tool_exemplars()) + "own rows"
         key = f"{self.index.content_key()}-{digest(cfg)}"
         path = cache_path(self.index.embedder.fingerprint(), key, ".calib.json")
         if path.exists():
@@ -112,7 +113,7 @@ class Calibration:
         vecs = self.index.cache.documents([self.index.document(k) for k in keys])
         out: list[str] = []
         for a, _b in adversarial_pairs(vecs):
-            held = self.index.synthetic.get(keys[a], [])[self.cfg.retrieval.n_synthetic_indexed :]
+            held = self.index.synthetic_of(keys[a])[self.cfg.retrieval.n_synthetic_indexed :]
             out += held or [first_sentence(self.index.tools[keys[a]].description)]
         return [q for q in out if q.strip()]
 
@@ -133,7 +134,7 @@ class Calibration:
         """``floor_percentile`` of the no-tool exemplars' best dense score among the tools in
         ``mask`` (over ``slb.keys``); +inf when the mask is empty (nothing can fit)."""
         if self._neg_scores is None:
-            self._neg_scores = np.stack([self.index.slb.scores(v) for v in self.exemplar_vectors()])  # [query, tool]
+            self._neg_scores = np.stack([self.index.own_scores(v) for v in self.exemplar_vectors()])  # [query, tool]
         if not mask.any():
             return float("inf")
         return float(np.percentile(self._neg_scores[:, mask].max(axis=1), self.cfg.no_tool.floor_percentile))
@@ -158,7 +159,8 @@ class Calibration:
             for i, k in enumerate(self.index.slb.keys):
                 t = self.index.tools[k]
                 own = [
-                    *self.index.synthetic.get(k, [])[: self.cfg.no_tool.own_requests],
+                    *self.index.synthetic_of(k)[: self.cfg.no_tool.own_requests],
+                    *self.index.example_requests(k),
                     first_sentence(t.description) or t.name,
                 ]
                 own = [for_retrieval(q, self.cfg.retrieval.expand) for q in own]

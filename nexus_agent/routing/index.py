@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from nexus_agent.examples import ExampleSet
+from nexus_agent.examples.operations import operation_tools
 from nexus_agent.registry import Tool
 from nexus_agent.routing.docs import DocConfig, tool_document
 from nexus_agent.routing.embedders.base import Embedder
@@ -95,9 +97,11 @@ class ToolIndex:
         embedder: Embedder,
         cfg: RouterConfig,
         synthetic: dict[str, list[str]] | None = None,
+        examples: ExampleSet | None = None,
     ) -> None:
         self.cfg = cfg
         self.embedder = embedder
+        self.examples = examples or ExampleSet()
         self.index_synthetic = embedder.index_synthetic if cfg.retrieval.synthetic is None else cfg.retrieval.synthetic
         self.cache = EmbeddingCache(embedder)
         self.cache_file = cache_path(embedder.fingerprint(), "texts")
@@ -130,11 +134,33 @@ class ToolIndex:
     def _document(self, tool: Tool) -> str:
         return tool_document(tool, DocConfig(style=self.cfg.retrieval.doc_style))
 
+    def synthetic_of(self, key: str) -> list[str]:
+        """The synthetic example requests of the tool behind a routing key (of the whole consolidated tool for one
+        of its operations)."""
+        return self.synthetic.get(self.tools[key].qualified_name, [])
+
+    def example_requests(self, key: str) -> list[str]:
+        """The requests of the verified examples whose first call is this key's tool (and operation)."""
+        tool = self.tools[key]
+        usages = self.examples.usages(tool.qualified_name, tool.operation)
+        return list(dict.fromkeys(u.request for u in usages if u.index == 0 and u.request))
+
     def _texts(self, tool: Tool) -> list[str]:
         texts = [self._document(tool)]
-        if self.index_synthetic:
+        if self.index_synthetic and tool.operation is None:
+            # a consolidated tool's synthetic requests mix its operations: they key the tool, not one operation
             texts += self.synthetic.get(tool.qualified_name, [])[: self.cfg.retrieval.n_synthetic_indexed]
+        if self.cfg.examples.keys or tool.operation is not None:
+            # an example's request is a request this tool (operation) was verified to serve first: one more key
+            texts += self.example_requests(tool.key)
         return texts
+
+    def _expand(self, tools: Iterable[Tool]) -> list[Tool]:
+        """What is ranked: each operation of a consolidated tool on its own (``ExampleUses.operations``), the
+        other tools as they are."""
+        if not self.cfg.examples.operations:
+            return list(tools)
+        return [v for t in tools for v in operation_tools(t, self.examples)]
 
     def _load_synthetic(self, tools: Sequence[Tool]) -> None:
         if self._synthetic_override is not None:
@@ -145,8 +171,9 @@ class ToolIndex:
     def _load_initial(self, tools: list[Tool]) -> None:
         """Start-up: the SLB comes from its cache file (keyed by embedder + registry/text hash) when present."""
         self._load_synthetic(tools)
+        tools = self._expand(tools)
         for t in tools:
-            self.tools[t.qualified_name] = t
+            self.tools[t.key] = t
         path = cache_path(self.embedder.fingerprint(), self.content_key())
         if path.exists():
             try:
@@ -157,19 +184,23 @@ class ToolIndex:
             except (OSError, ValueError, KeyError):
                 pass  # a corrupt or stale cache file is rebuilt below
         for t in tools:
-            del self.tools[t.qualified_name]
-        self.add(tools)
+            del self.tools[t.key]
+        self._add(tools)
         self.slb.save(path, {"embedder": self.embedder.fingerprint(), "tools": len(self.tools)})
 
     def add(self, tools: Iterable[Tool]) -> None:
         """Index the tools not indexed yet (by qualified name); the others are left as they are."""
-        new = [t for t in tools if t.qualified_name not in self.tools]
+        tools = list(tools)
+        self._load_synthetic(tools)
+        self._add(self._expand(tools))
+
+    def _add(self, expanded: list[Tool]) -> None:
+        new = [t for t in expanded if t.key not in self.tools]
         if not new:
             return
-        self._load_synthetic(new)
         for t in new:
-            self.tools[t.qualified_name] = t
-        texts = {t.qualified_name: self._texts(t) for t in new}
+            self.tools[t.key] = t
+        texts = {t.key: self._texts(t) for t in new}
         flat = [x for v in texts.values() for x in v]
         vecs = self.cache.documents(flat)
         i = 0
@@ -180,13 +211,13 @@ class ToolIndex:
         self._changed()
 
     def remove(self, names: Iterable[str]) -> None:
-        removed = False
-        for n in names:
-            if n in self.tools:
-                del self.tools[n]
-                self.slb.remove(n)
-                removed = True
-        if removed:
+        """Drop tools by qualified name (every operation of a consolidated one) or by routing key."""
+        names = set(names)
+        gone = [k for k, t in self.tools.items() if k in names or t.qualified_name in names]
+        for k in gone:
+            del self.tools[k]
+            self.slb.remove(k)
+        if gone:
             self._changed()
 
     def replace(self, tools: Iterable[Tool]) -> None:
@@ -209,8 +240,16 @@ class ToolIndex:
     def bm25(self) -> BM25Index:
         if self._bm25 is None:
             keys = self.slb.keys
-            self._bm25 = BM25Index(keys, [self.document(k) for k in keys])
+            self._bm25 = BM25Index(keys, [self._lexical_document(k) for k in keys])
         return self._bm25
+
+    def _lexical_document(self, key: str) -> str:
+        """What BM25 reads of a tool: its document, and its examples' requests where they key it ("thumbs up",
+        "tag … as" are words of requests, not of schemas)."""
+        tool = self.tools[key]
+        if not (self.cfg.examples.keys or tool.operation is not None):
+            return self.document(key)
+        return "\n".join([self.document(key), *self.example_requests(key)])
 
     @property
     def writes(self) -> Mask:
@@ -220,7 +259,26 @@ class ToolIndex:
             self._writes = np.fromiter((self.tools[k].declares_write for k in keys), np.bool_, len(keys))
         return self._writes
 
-    def mask(self, allowed: set[str]) -> Mask:
-        """Boolean mask over ``slb.keys``: True for the tools in ``allowed``."""
+    def own_scores(self, query: F32) -> F32:
+        """Per-key score over the key's own rows only (its document and synthetic requests, not the requests of
+        its examples), float32 ``[len(slb)]`` in ``slb.keys`` order: what the relevance test and its floor read.
+        Example requests key a tool among tools; whether any tool fits is judged without them, since hundreds of
+        example requests share content words with requests no tool serves ("book a table" and "Add a table view
+        called Triage"). ``query``: float32 ``[dim]``, unit norm."""
+        rs = self.slb.row_scores(query)
         keys = self.slb.keys
-        return np.fromiter((k in allowed for k in keys), dtype=np.bool_, count=len(keys))
+        out = np.full(len(keys), -np.inf, dtype=np.float32)
+        for i, k in enumerate(keys):
+            rows = self.slb.row_ids(k)
+            n_examples = len(self.example_requests(k)) if (self.cfg.examples.keys or self.tools[k].operation) else 0
+            own = rows[: max(1, len(rows) - n_examples)]
+            out[i] = rs[own].max()
+        return out
+
+    def mask(self, allowed: set[str]) -> Mask:
+        """Boolean mask over ``slb.keys``: True for the tools in ``allowed`` (qualified names: every operation of a
+        consolidated tool; or routing keys)."""
+        keys = self.slb.keys
+        return np.fromiter(
+            (k in allowed or self.tools[k].qualified_name in allowed for k in keys), dtype=np.bool_, count=len(keys)
+        )

@@ -1,5 +1,5 @@
-"""What configures a router: :class:`RouterConfig`, the pipeline's knobs in five frozen groups (retrieval, gate,
-relevance, judge, follow-ups; most of them measured, few of them user-facing), and :class:`RouterOptions`, the
+"""What configures a router: :class:`RouterConfig`, the pipeline's knobs in six frozen groups (retrieval, gate,
+relevance, judge, follow-ups, examples; most of them measured, few of them user-facing), and :class:`RouterOptions`, the
 user-facing choices the CLI, the agent and ``bench/`` pass.
 
 ``nexus_agent.routing.router.build_router`` turns options into a router.
@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from nexus_agent import defaults
+from nexus_agent.examples.uses import ExampleUses
 from nexus_agent.routing.docs import DocStyle
 from nexus_agent.splice.mode import SpliceMode
 
@@ -118,6 +119,8 @@ class RouterConfig:
     no_tool: NoToolConfig = field(default_factory=NoToolConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     followups: FollowUpConfig = field(default_factory=FollowUpConfig)
+    # which routing choices read the session's examples (nexus_agent/examples/uses.py)
+    examples: ExampleUses = field(default_factory=ExampleUses)
 
     def tuned(self, **groups: dict[str, Any]) -> RouterConfig:
         """A copy with some knobs changed, by group: ``cfg.tuned(gate={"tau": 0.0}, followups={"keep": 2})``

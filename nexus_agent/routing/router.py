@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -25,13 +25,16 @@ import numpy.typing as npt
 
 from nexus_agent import defaults
 from nexus_agent.backend import Backend, LocalBackend
-from nexus_agent.registry import Tool
+from nexus_agent.examples import Example, ExampleSet, Usage
+from nexus_agent.registry import OPERATION_SEP, Tool, split_key
 from nexus_agent.routing.calibration import Calibration
 from nexus_agent.routing.embedders import create_embedder
 from nexus_agent.routing.embedders.base import Embedder
+from nexus_agent.routing.examples import ExampleIndex
 from nexus_agent.routing.followup import (
     CallSoFar,
     PreviousTurn,
+    asks_for_change,
     context_text,
     leans_on,
     names_own_object,
@@ -68,6 +71,7 @@ Decision = Literal["auto", "escalated", "no-tool", "done"]
 # candidates the next-step decision lists: fewer than a first decision's, since a request one call answers pays for
 # this decision too (docs/agent-loop.md)
 NEXT_STEP_POOL = 6
+NEXT_STEP_EXAMPLES = 2  # multi-step examples the next-step decision reads
 
 
 @dataclass
@@ -92,6 +96,7 @@ class RouteResult:
     decision_ms: float | None = None  # wall time of the reranker's decision (None: it was not asked)
     judge_log_odds: float | None = None  # the relevance judge's yes-over-no log-odds (None: it was not asked)
     judge_ms: float | None = None  # wall time of the relevance judge's call (None: it was not asked)
+    operation: str | None = None  # the chosen operation of a consolidated tool (ExampleUses.operations)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -125,6 +130,7 @@ class Router:
         reranker: Reranker | None = None,
         synthetic: dict[str, list[str]] | None = None,
         judge: RelevanceJudge | None = None,
+        examples: ExampleSet | None = None,
     ) -> None:
         cfg = cfg or RouterConfig()
         self.cfg = cfg
@@ -132,16 +138,41 @@ class Router:
         self.lock = threading.RLock()
         self.reranker = reranker
         self.judge = judge  # asked when cfg.judge.enabled (routing/judge.py)
-        self.index = ToolIndex(tools, embedder, cfg, synthetic)
+        self.index = ToolIndex(tools, embedder, cfg, synthetic, examples)
+        self.examples = ExampleIndex(self.index.examples, self.index.cache)
         self.calibration = Calibration(self.index, cfg, self._margin)
         self._last_query: tuple[str, F32] | None = None
         self._sibling_memo: dict[str, list[str]] = {}
+        self._by_name: dict[str, Tool] | None = None
         self.index.on_change(self._sibling_memo.clear)  # a tools/list_changed diff may add or drop siblings
+        self.index.on_change(self._forget_names)
 
     @property
     def tools(self) -> dict[str, Tool]:
-        """Qualified name -> tool, as the index holds them now."""
+        """Routing key -> tool, as the index holds them now: a tool's qualified name, or for one operation of a
+        consolidated tool ``qualified#operation`` (``ExampleUses.operations``)."""
         return self.index.tools
+
+    def by_name(self) -> dict[str, Tool]:
+        """Qualified name -> a tool as the index holds it (for a consolidated tool, one of its operations: what a
+        name from outside routing, a history's call or this turn's, stands for)."""
+        if self._by_name is None:
+            self._by_name = {}
+            for t in self.tools.values():
+                self._by_name.setdefault(t.qualified_name, t)
+        return self._by_name
+
+    def key_for(self, qualified: str, arguments: Mapping[str, Any] | None = None) -> str | None:
+        """The routing key of a call of ``qualified`` with ``arguments`` (its operation's key for a consolidated
+        tool), or None when routing does not hold the tool."""
+        tool = self.by_name().get(qualified)
+        if tool is None:
+            return None
+        if tool.operation is None:
+            return tool.key
+        op = (arguments or {}).get(tool.operation_param or "")
+        key = f"{qualified}{OPERATION_SEP}{op}"
+        return key if key in self.tools else tool.key
 
     def warm(self) -> None:
         """Hold the decision's and the relevance judge's stable heads in their lanes now (start-up), loaded from disk
@@ -155,6 +186,38 @@ class Router:
         """After a turn's answer: the decision's deferred work (compiling the tool blocks it found missing)."""
         if self.reranker is not None:
             self.reranker.settle()
+
+    def _forget_names(self) -> None:
+        self._by_name = None
+
+    def closest_examples(self, query: str, qualified: str, operation: str | None = None, k: int = 3) -> list[Usage]:
+        """Up to ``k`` single-call examples of ``qualified`` (of ``operation``) closest to ``query``."""
+        with self.lock:
+            qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand)) if len(self.examples) else None
+            return self.examples.closest(qvec, qualified, operation, k)
+
+    def _decision_examples(self, query: str, pool: Sequence[Tool]) -> list[str]:
+        """The request of the closest example of each of the decision's first ``decision_examples`` candidates (""
+        where one has none, or is an operation, whose line shows its examples); none when the decision's examples
+        are off. Each costs its tokens on every decision that shows it (about 20), so only the first few get one."""
+        n = self.cfg.examples.decision_examples if self.cfg.examples.decision else 0
+        if not n or not len(self.examples):
+            return []
+        with self.lock:
+            qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand))
+            return [
+                ""
+                if t.operation is not None  # an operation's own line already shows its examples
+                else next(
+                    (
+                        u.request
+                        for alone in (True, False)  # an example of this call alone first
+                        for u in self.examples.closest(qvec, t.qualified_name, t.operation, 1, alone)
+                    ),
+                    "",
+                )
+                for t in pool[:n]
+            ]
 
     def calibrate(self) -> dict[str, float]:
         """Calibrate τ (and the relevance floor) on registry-derived adversarial queries; cached on disk."""
@@ -252,14 +315,15 @@ class Router:
         cfg = self.cfg
         keys = self.index.slb.keys
         prior = np.zeros(len(keys), dtype=np.float32)
-        prev = self.tools.get(previous.tool)
+        prev = self.by_name().get(split_key(previous.tool)[0])
         if prev is None:
             return prior
         related = set(self._siblings(prev))
         for i, k in enumerate(keys):
-            if k == prev.qualified_name:
+            q = self.tools[k].qualified_name
+            if q == prev.qualified_name:
                 prior[i] = cfg.followups.prior_tool
-            elif k in related:
+            elif q in related:
                 prior[i] = cfg.followups.prior_sibling
             elif self.tools[k].server == prev.server:
                 prior[i] = cfg.followups.prior_server
@@ -267,7 +331,7 @@ class Router:
 
     def _siblings(self, tool: Tool) -> list[str]:
         if tool.qualified_name not in self._sibling_memo:
-            self._sibling_memo[tool.qualified_name] = siblings(tool, self.tools.values())
+            self._sibling_memo[tool.qualified_name] = list(dict.fromkeys(siblings(tool, self.tools.values())))
         return self._sibling_memo[tool.qualified_name]
 
     def _confidence(self, cands: Sequence[Candidate]) -> tuple[float, bool]:
@@ -310,7 +374,7 @@ class Router:
         recorded = any(named for _, named in turns)
         for request, named in turns:
             for name in reversed(named):
-                if (qualified := resolve_name(name, self.tools)) is not None:
+                if (qualified := resolve_name(name, self.by_name())) is not None:
                     return PreviousTurn(request, qualified)
             if recorded:
                 continue
@@ -328,7 +392,11 @@ class Router:
         """(relevant, small talk, best cosine to a no-tool exemplar) for a request and its non-empty pool: relevant
         when the pool's best dense score reaches the floor and the request is not nearer an exemplar (small talk)
         than any tool or tool request (docs/measurements.md#relevance)."""
-        best_dense = max(c.dense for c in pool)
+        # over the tools' own rows: example requests rank tools, they do not make a request relevant (own_scores)
+        own = self.index.own_scores(qvec)
+        if allowed is not None:
+            own = np.where(self.index.mask(allowed), own, -np.inf)
+        best_dense = float(own.max()) if len(own) else max(c.dense for c in pool)
         relevant = best_dense >= self.calibration.floor(allowed)
         if not self.cfg.no_tool.exemplars:
             return relevant, False, None
@@ -342,7 +410,7 @@ class Router:
             self.cfg.followups.enabled
             and previous is not None
             and bool(history)
-            and previous.tool in self.tools
+            and split_key(previous.tool)[0] in self.by_name()
             and leans_on(query)
         )
 
@@ -353,11 +421,22 @@ class Router:
         allowed: set[str] | None = None,
         previous: PreviousTurn | None = None,
     ) -> RouteResult:
-        """Rank, gate, and (when escalated) rerank. ``allowed`` restricts routing to a subset of the tools;
-        ``previous``: the last earlier turn that called a tool (see :meth:`follow_up`).
+        """Rank, gate, and (when escalated) rerank. ``allowed`` restricts routing to a subset of the tools
+        (qualified names); ``previous``: the last earlier turn that called a tool (see :meth:`follow_up`). The
+        result's ``tool`` is a qualified name, with ``operation`` the chosen operation of a consolidated tool; its
+        candidates are routing keys.
 
         Thread-safe: retrieval holds :attr:`lock`; the relevance judge and the decision run outside it, so the
         routing of concurrent turns overlaps on a remote engine (a local LLM is serialised by its engine)."""
+        return _named(self._route(query, history, allowed, previous))
+
+    def _route(
+        self,
+        query: str,
+        history: Sequence[dict[str, str]],
+        allowed: set[str] | None,
+        previous: PreviousTurn | None,
+    ) -> RouteResult:
         t0 = time.perf_counter()
         with self.lock:
             state = self._retrieve_for(query, history, allowed, previous)
@@ -396,7 +475,8 @@ class Router:
             return without_decision(decision, cands[0].key if relevant else None)
         hint = following if self.cfg.followups.hint else None
         t_decide = time.perf_counter()
-        res = self.reranker.rerank(query, state.pool_tools, history, previous=hint)
+        examples = self._decision_examples(query, state.pool_tools)
+        res = self.reranker.rerank(query, state.pool_tools, history, previous=hint, examples=examples)
         decision_ms = (time.perf_counter() - t_decide) * 1e3
         choice = res.choice
         if choice is None and following is not None and self.cfg.followups.none_fallback:
@@ -408,6 +488,12 @@ class Router:
 
     def next_step(
         self, query: str, history: Sequence[dict[str, str]], calls: Sequence[CallSoFar], pool_size: int = NEXT_STEP_POOL
+    ) -> RouteResult:
+        """:meth:`_next_step`, its tool as a qualified name and an operation (as :meth:`route`)."""
+        return _named(self._next_step(query, history, calls, pool_size))
+
+    def _next_step(
+        self, query: str, history: Sequence[dict[str, str]], calls: Sequence[CallSoFar], pool_size: int
     ) -> RouteResult:
         """After ``calls`` (the calls made so far for ``query``, in this turn): the next tool, or decision ``done``
         (tool None). The follow-up machinery over the last call: context retrieval and the prior on that tool and
@@ -426,34 +512,65 @@ class Router:
         planned = self._planned_step(query, calls)
         if planned is not None:
             return RouteResult([planned], "auto", planned.key, 0.0, (time.perf_counter() - t0) * 1e3)
+        if self._looked_up_nothing(calls):
+            # the change needed an object its lookup did not find: nothing more to do but say so (measured: asked
+            # on, the decision went on to other writes, on other objects, for requests about objects that do not
+            # exist)
+            return RouteResult([], "done", None, 0.0, (time.perf_counter() - t0) * 1e3)
         # not offered again: a write that succeeded, and a tool whose call failed (measured: offered again, the
         # small model wrote the same arguments, and the repeated call only ended the loop)
-        wrote = {c.tool for c in calls if c.wrote or (c.failed and c.ran)}
+        wrote = {split_key(c.tool)[0] for c in calls if c.wrote or (c.failed and c.ran)}
         if not last.failed and sum(c.wrote for c in calls) >= steps_named(query):
             return RouteResult([], "done", None, 0.0, (time.perf_counter() - t0) * 1e3)
         with self.lock:
             self.calibration.ensure()
-            previous = PreviousTurn(query, last.tool) if last.tool in self.tools else None
+            last_key = self.key_for(split_key(last.tool)[0], last.arguments)
+            previous = PreviousTurn(query, last_key) if last_key is not None else None
             qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand))
             cands = self.retrieve(query, qvec=qvec, previous=previous, history=history)
-            cands = [c for c in cands if c.key not in wrote]
+            cands = [c for c in cands if self.tools[c.key].qualified_name not in wrote]
             if any(c.failed and c.ran for c in calls):
                 # after a call that ran and failed, only tools that declare themselves read-only: measured, a failed
                 # create_branch was followed under --yes by create_or_update_file and create_repository, writes to
                 # objects the request never named; a lookup may still explain the failure, and the answer reports it
                 cands = [c for c in cands if self.tools[c.key].read_only_hint is True]
             pool = cands[:pool_size]
-            if previous is not None and previous.tool not in wrote and cands:
+            if previous is not None and split_key(previous.tool)[0] not in wrote and cands:
                 pool = self._keep_related(pool, cands, previous)
             pool_tools = [self.tools[c.key] for c in pool]
         if self.reranker is None or not pool:
             return RouteResult(pool, "done", None, 0.0, (time.perf_counter() - t0) * 1e3)
         t_decide = time.perf_counter()
-        res = self.reranker.next_step(query, pool_tools, calls)
+        plans: list[Example] = []
+        if self.cfg.examples.next_step and len(self.examples):
+            servers = {t.server for t in pool_tools}
+            with self.lock:
+                qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand))
+                plans = [ex for s in sorted(servers) for ex in self.examples.multi_step(qvec, s, NEXT_STEP_EXAMPLES)]
+        res = self.reranker.next_step(query, pool_tools, calls, plans[:NEXT_STEP_EXAMPLES])
         decision_ms = (time.perf_counter() - t_decide) * 1e3
         ms = (time.perf_counter() - t0) * 1e3
         decision: Decision = "escalated" if res.choice is not None else "done"
         return RouteResult(pool, decision, res.choice, 0.0, ms, res.scores, True, decision_ms=decision_ms)
+
+    def _looked_up_nothing(self, calls: Sequence[CallSoFar]) -> bool:
+        """The last call is a read that found nothing, made after a change that could not be made (refused for an
+        identifier nobody gave, or run and failed), and no change has succeeded."""
+        if len(calls) < 2 or any(c.wrote for c in calls):
+            return False
+        last, before = calls[-1], calls[-2]
+        tool = self.by_name().get(split_key(last.tool)[0])
+        wrote_before = self.by_name().get(split_key(before.tool)[0])
+        return (
+            tool is not None
+            and tool.read_only_hint is True
+            and last.ran
+            and not last.failed
+            and last.empty
+            and wrote_before is not None
+            and wrote_before.read_only_hint is not True
+            and (not before.ran or before.failed)
+        )
 
     def _planned_step(self, query: str, calls: Sequence[CallSoFar]) -> Candidate | None:
         """The fixed plan after a change that could not be made (refused for an identifier nobody gave, or run and
@@ -466,13 +583,15 @@ class Router:
         or, after a search had found the issue, nothing, and the change the request asked for was never made.
         None when the plan has no step here: the decision goes on as before."""
         last = calls[-1]
-        tool = self.tools.get(last.tool)
+        tool = self.by_name().get(split_key(last.tool)[0])
         if tool is None:
             return None
         failed_write = [
             i
             for i, c in enumerate(calls)
-            if (not c.ran or c.failed) and (t := self.tools.get(c.tool)) is not None and t.read_only_hint is not True
+            if (not c.ran or c.failed)
+            and (t := self.by_name().get(split_key(c.tool)[0])) is not None
+            and t.read_only_hint is not True
         ]
         if not failed_write:
             return None
@@ -498,7 +617,8 @@ class Router:
             and tool.read_only_hint is True
             and not last.empty
         ):
-            return Candidate(before.tool, 1.0, 0.0, 0.0)  # the change again, now that its object was looked up
+            # the change again, now that its object was looked up (the same operation of a consolidated tool)
+            return Candidate(self.key_for(split_key(before.tool)[0], before.arguments) or before.tool, 1.0, 0.0, 0.0)
         return None
 
     def _retrieve_for(
@@ -532,7 +652,8 @@ class Router:
         points_back = self.cfg.gate.escalate_back_references and bool(history) and refers_back(query)
         points_back = points_back or (following is not None and self.cfg.followups.escalate)
         escalate = self.cfg.gate.always_escalate or (
-            self.cfg.gate.enabled and (not gate.decide(margin) or points_back or reordered)
+            self.cfg.gate.enabled
+            and (not gate.decide(margin) or points_back or reordered or self._writes_to_tell_apart(query, cands))
         )
         relevant, small_talk, ex_sim = self._relevance(qvec, pool, allowed)
         judge_tools = self._judge_tools(query, allowed) if relevant and following is None else None
@@ -541,6 +662,14 @@ class Router:
             cands, pool, margin, escalate, relevant, small_talk, ex_sim, following, judge_tools, pool_tools
         )
 
+    def _writes_to_tell_apart(self, query: str, cands: Sequence[Candidate]) -> bool:
+        """A request for a change whose first candidates hold several tools that may write
+        (``ExampleUses.escalate_writes``)."""
+        uses = self.cfg.examples
+        if not uses.escalate_writes or not asks_for_change(query):
+            return False
+        return sum(self.tools[c.key].read_only_hint is not True for c in cands[: uses.write_pool]) >= 2
+
     def _judge_tools(self, query: str, allowed: set[str] | None) -> list[Tool] | None:
         """The tools the relevance judge is shown for a request retrieval would give a tool; None when it is not
         asked: no judge, switched off, or (``judge_ask="no_object"``) the request names an object of its own."""
@@ -548,21 +677,35 @@ class Router:
             return None
         if self.cfg.judge.ask == "no_object" and names_concrete_object(query):
             return None
-        return list(self.tools.values()) if allowed is None else [self.tools[k] for k in allowed if k in self.tools]
+        if allowed is None:
+            return list(self.tools.values())
+        return [t for t in self.tools.values() if t.qualified_name in allowed or t.key in allowed]
 
     def _keep_related(self, pool: list[Candidate], cands: list[Candidate], previous: PreviousTurn) -> list[Candidate]:
         """``pool`` with the previous tool and its closest siblings in it (they replace the pool's tail): the
         decision can only pick what it is shown."""
-        related = [previous.tool, *self._siblings(self.tools[previous.tool])]
+        prev = self.by_name()[split_key(previous.tool)[0]]
+        related = [prev.qualified_name, *self._siblings(prev)]
         want = related[: self.cfg.followups.keep]
         have = {c.key for c in pool}
-        extra = [c for c in cands if c.key in want and c.key not in have]
+
+        def name(c: Candidate) -> str:
+            return self.tools[c.key].qualified_name
+
+        extra = [c for c in cands if name(c) in want and c.key not in have]
         if extra:
             pool = pool[: max(0, len(pool) - len(extra))] + extra
         if self.cfg.followups.related_first:
             # listed first, so the decision reads them described (llm_choice describes the first ten)
-            pool = [c for c in pool if c.key in related] + [c for c in pool if c.key not in related]
+            pool = [c for c in pool if name(c) in related] + [c for c in pool if name(c) not in related]
         return pool
+
+
+def _named(res: RouteResult) -> RouteResult:
+    """``res`` with its tool's routing key split into the qualified name and the operation."""
+    if res.tool is not None:
+        res.tool, res.operation = split_key(res.tool)
+    return res
 
 
 # --- the factory -----------------------------------------------------------------------------------------------
@@ -601,6 +744,7 @@ def build_router(
     embedder: Embedder | None = None,
     reranker: Reranker | None = None,
     tuning: RouterConfig | None = None,
+    examples: ExampleSet | None = None,
 ) -> Router:
     """The one way to make a router: over ``tools``, as ``options`` say (default ``RouterOptions()``); the decision
     as in :func:`create_decision`, on ``backend`` (the agent's local engine or its server; None: an engine of the
@@ -609,7 +753,8 @@ def build_router(
     ``embedder`` / ``reranker``: already loaded backends for ``options.embedder`` / ``options.reranker``, shared
     by several routers (the agent keeps one embedder per process; a benchmark one LLM for all its routers);
     ``reranker`` is not used when ``options.reranker`` is ``"none"``. ``tuning``: the pipeline knobs options do not
-    cover (benchmarks' ablations); options' own knobs are set on it (:meth:`RouterOptions.config`).
+    cover (benchmarks' ablations); options' own knobs are set on it (:meth:`RouterOptions.config`). ``examples``:
+    the session's examples (``nexus_agent/examples``), used as ``tuning.examples`` says.
     """
     options = options or RouterOptions()
     emb = embedder or create_embedder(options.embedder, options.embedder_model)
@@ -619,4 +764,4 @@ def build_router(
         reranker = create_decision(options, backend)
     cfg = options.config(tuning)
     judge = create_judge(reranker) if cfg.judge.enabled else None
-    return Router(tools, emb, cfg, reranker, judge=judge)
+    return Router(tools, emb, cfg, reranker, judge=judge, examples=examples)

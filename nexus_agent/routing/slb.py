@@ -194,6 +194,10 @@ class SLB:
                 return [self._tool_order[t] for t in keys], hit.values[slots]
         return self._topk_sorted(query, k)
 
+    def row_ids(self, key: str) -> list[int]:
+        """The rows of ``key`` in :meth:`row_scores` order, in the order its vectors were added."""
+        return list(self._rows_of[key])
+
     def rows_of(self, key: str) -> tuple[I8, F32]:
         """Copies of the stored INT8 rows and scales of ``key`` (for tests and inspection)."""
         idx = self._rows_of[key]

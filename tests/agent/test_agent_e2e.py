@@ -275,6 +275,7 @@ def test_with_a_kv_budget_the_conversation_keeps_its_whole_trace_under_the_budge
             "list the open issues in the acme/api repository",
             "thanks! how are you today?",
             "list the open pull requests in acme/web",
+            "and the closed issues in acme/api?",
         ]
         for r in requests:
             events = a.run(r)

@@ -163,3 +163,24 @@ def test_todays_date_is_told_only_when_the_user_names_a_date(reg: Registry) -> N
     assert told("and in acme/web?", [{"role": "user", "content": "commits in acme/api since yesterday"}])
     # a date only tool output names is not the user's
     assert not told("and in acme/web?", [{"role": "assistant", "content": '{"date": "2026-12-01T10:00:00Z"}'}])
+
+
+def test_a_value_copied_from_an_example_is_found_and_a_stated_one_or_an_enum_choice_is_not(reg: Registry) -> None:
+    from nexus_agent.agent.args import copied_from_examples
+    from nexus_agent.examples import Usage
+    from nexus_agent.examples.bank import Example
+
+    tool = reg.find("list_issues", "github")
+    shown = Example(
+        request="which issues in halyard-works/larkspur are closed?",
+        calls=[{"tool": "list_issues", "arguments": {"owner": "halyard-works", "repo": "larkspur", "state": "CLOSED"}}],
+    )
+    examples = [Usage(shown, 0, "github__list_issues", None)]
+    request = "list the open issues in the acme/api repository"
+    # the repository of the example, not of the request (what qwen0.5b wrote once the examples were shown)
+    assert copied_from_examples(tool, {"owner": "acme/api", "repo": "larkspur"}, examples, request) == ["larkspur"]
+    assert copied_from_examples(tool, {"owner": "acme", "repo": "api", "state": "CLOSED"}, examples, request) == []
+    # stated in the request: not a copy
+    said = "which issues in acme/larkspur are closed"
+    assert copied_from_examples(tool, {"owner": "acme", "repo": "larkspur"}, examples, said) == []
+    assert copied_from_examples(tool, {"owner": "acme", "repo": "larkspur"}, [], request) == []

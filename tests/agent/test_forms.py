@@ -38,6 +38,8 @@ TODAY = dt.date(2026, 12, 3)  # a Thursday
         (1500, "within 1.5 km", {"description": "Search radius in meters"}),
         (2500, "charge $25 to the card", {"description": "Amount in cents"}),
         ("open", "show the unsolved tickets", {"enum": ["open", "closed"]}),
+        ("+1", "give the feature request a thumbs up", {"enum": ["+1", "-1", "heart"]}),
+        ("-1", "react 👎 to that comment", {"enum": ["+1", "-1", "heart"]}),
         ("closed", "liste les issues fermées", {"enum": ["open", "closed"]}),
         ("desc", "newest first please", {"enum": ["asc", "desc"]}),
         ("CREATED_AT", "most recently created ones", {"enum": ["CREATED_AT", "UPDATED_AT"]}),
@@ -130,3 +132,28 @@ def test_a_description_that_says_how_to_write_the_value_stays_in_the_signature()
     props = arg_view(tool, "refund twenty bucks on pi_123").input_schema["properties"]
     assert props["amount"]["description"] == "The amount to refund in cents."  # not named, but it says the unit
     assert "description" not in props["reason"]  # not named, says nothing about how to write it
+
+
+def test_an_empty_list_is_stated_only_by_a_request_to_empty_it() -> None:
+    tool = Tool(
+        "github",
+        "issue_write",
+        "Update an issue.",
+        {
+            "type": "object",
+            "properties": {
+                "issue_number": {"type": "number"},
+                "labels": {"type": "array", "items": {"type": "string"}},
+                "assignees": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["issue_number"],
+        },
+    )
+    assert drop_ungrounded(tool, {"issue_number": 46, "assignees": []}, "unassign everyone from #46") == {
+        "issue_number": 46,
+        "assignees": [],
+    }
+    assert drop_ungrounded(tool, {"issue_number": 3, "labels": []}, "remove all labels from issue 3")["labels"] == []
+    # an empty list nobody asked for (it would wipe the labels) is dropped
+    assert drop_ungrounded(tool, {"issue_number": 3, "labels": []}, "close issue 3") == {"issue_number": 3}
+    assert drop_ungrounded(tool, {"issue_number": 3, "labels": []}, "unassign everyone from #3") == {"issue_number": 3}

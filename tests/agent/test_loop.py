@@ -89,6 +89,9 @@ class _Script:
     def after_turn(self) -> None:
         pass
 
+    def examples_for(self, query: str, tool: str, operation: str | None, uses: Any) -> list[Any]:
+        return []
+
     def apply_diff(self, changed: list[Tool], removed: list[str]) -> None:
         pass
 
@@ -118,7 +121,7 @@ def _deps(
         return out
 
     read_only = {"readOnlyHint": True}
-    annotations = {SEARCH: read_only, LIST: read_only}
+    annotations = {SEARCH: read_only, LIST: read_only, "github__issue_read": read_only}
     return TurnDeps(
         backend=LocalBackend(engine),
         router=router,
@@ -350,7 +353,9 @@ class _Picks:
     def __init__(self) -> None:
         self.pools: list[list[str]] = []
 
-    def next_step(self, query: str, candidates: Sequence[Tool], calls: Sequence[CallSoFar]) -> Any:
+    def next_step(
+        self, query: str, candidates: Sequence[Tool], calls: Sequence[CallSoFar], examples: Sequence[Any] = ()
+    ) -> Any:
         self.pools.append([t.qualified_name for t in candidates])
         return SimpleNamespace(scores=[0.0] * len(candidates), choice=candidates[0].qualified_name)
 
@@ -391,6 +396,10 @@ def test_next_step_routing_asks_only_when_a_change_is_asked_and_never_offers_a_w
     refused = [CallSoFar(COMMENT, {"issue_number": 7}, "not run", failed=True, ran=False), *searched]
     out = router.next_step("comment 'done' on the acme/api issue about rate limiting", [], refused)
     assert out.tool == COMMENT and out.decision == "auto" and len(picks.pools) == n_before
+    # ... unless the lookup found nothing: the object is not there, the turn is done (no other write is tried)
+    nothing = CallSoFar(SEARCH, {"query": "dark mode"}, "0 items:", empty=True)
+    out = router.next_step("comment 'done' on the acme/api issue about dark mode", [], [refused[0], nothing])
+    assert out.decision == "done" and out.tool is None and len(picks.pools) == n_before
     assert steps_named("close it") == 1 and steps_named("create it and then show me the list") == 3
     assert steps_named("list the open pull requests") == 0
 
@@ -412,14 +421,15 @@ def test_a_change_that_could_not_be_made_is_looked_up_then_made_again_once(tools
         assert lookup.server == "github" and lookup.read_only_hint is True and not lookup.requires_identifier
         found = CallSoFar(lookup.qualified_name, {"query": "rate limiting"}, '{"total_count":1,"items":[{"number":2}]}')
         assert router.next_step(ask, [], [first, found]).tool == COMMENT and picks.pools == []
-        # a lookup that found nothing: no retry, the decision reads it (a write that ran and failed is not offered)
+        # a lookup that found nothing: the object is not there, so no retry and no other write: done (issue 54;
+        # the decision was asked here before, and went on to writes on other objects)
         empty = CallSoFar(lookup.qualified_name, {"query": "x"}, "0 items:\n", empty=True)
-        router.next_step(ask, [], [first, empty])
-        assert len(picks.pools) == 1 and (COMMENT in picks.pools[-1]) == (not first.ran)
+        out = router.next_step(ask, [], [first, empty])
+        assert out.decision == "done" and out.tool is None and picks.pools == []
         # the write made again and failed again: no second retry, only reads are offered
         again = CallSoFar(COMMENT, {"issue_number": 2}, "boom", failed=True)
         router.next_step(ask, [], [first, found, again])
-        assert len(picks.pools) == 2 and all(tools[k].read_only_hint is True for k in picks.pools[-1])
+        assert len(picks.pools) == 1 and all(tools[k].read_only_hint is True for k in picks.pools[-1])
         picks.pools.clear()
     # looked up before the write failed: the decision reads what was found
     looked = [
@@ -522,3 +532,53 @@ def test_when_every_change_failed_the_answer_is_written_from_the_calls_not_by_th
     run_turn(_deps(engine, script, tools, [], results), convo, REQUEST, events.append)
     assert not script.seen[0][0].empty  # the search found the issue
     assert events[-1].type == "answer" and not events[-1].text.startswith("Nothing was changed")  # type: ignore[union-attr]
+
+
+def test_the_request_is_parsed_once_for_the_whole_turn(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 54's design note: the request is parsed on arrival, and every step (the view, grounding, the policy,
+    the answer) reads that object, however many calls the turn makes."""
+    from nexus_agent.agent import request as request_module
+
+    parsed: list[str] = []
+    real = request_module.Request.parse
+
+    def counting(text: str) -> request_module.Request:
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(request_module.Request, "parse", staticmethod(counting))
+    comment = {"owner": "acme", "repo": "api", "issue_number": 2, "body": "Handled in #5"}
+    _write_args(monkeypatch, lambda name: comment if "comment" in name else {"query": "rate limiting"})
+    calls: list[tuple[str, dict[str, Any]]] = []
+    results: dict[str, CallResult | Exception] = {SEARCH: CallResult(FOUND, False), COMMENT: CallResult("{}", False)}
+    run_turn(_deps(engine, _Script(SEARCH, [COMMENT]), tools, calls, results), Conversation(), REQUEST, lambda e: None)
+    assert [c[0] for c in calls] == [SEARCH, COMMENT]  # the search's number grounded the comment: both ran
+    assert parsed == [REQUEST]
+    req = real(REQUEST)
+    assert req.quoted == ("Handled in #5",) and req.repos == ("acme/api",) and req.refs == ("5",)
+    assert req.change and not req.question and req.steps == steps_named(REQUEST) and "rate" in req.describing
+
+
+def test_a_write_to_an_object_a_read_found_missing_is_not_run(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read of this turn failed as not found: a write to the same object is not tried (it would make the object
+    up), and the answer is written from the calls."""
+    read = "github__issue_read"
+    asked = {"method": "get", "owner": "acme", "repo": "api", "issue_number": 42}
+    comment = {"owner": "acme", "repo": "api", "issue_number": 42, "body": "thanks"}
+    _write_args(monkeypatch, lambda name: comment if "comment" in name else asked)
+    calls: list[tuple[str, dict[str, Any]]] = []
+    events: list[Event] = []
+    results: dict[str, CallResult | Exception] = {
+        read: CallResult("404 Not Found: issue acme/api#42 does not exist", True),
+        COMMENT: CallResult("{}", False),
+    }
+    deps = _deps(engine, _Script(read, [COMMENT]), tools, calls, results)
+    run_turn(deps, Conversation(), "comment 'thanks' on acme/api issue 42", events.append)
+    assert [c[0] for c in calls] == [read]  # the comment never ran
+    skipped = next(e for e in events if e.type == "tool_skipped")
+    assert "found it missing" in skipped.reason and "does not exist" in skipped.reason  # type: ignore[union-attr]
+    assert events[-1].text.startswith("Nothing was changed: add_issue_comment was not run")  # type: ignore[union-attr]

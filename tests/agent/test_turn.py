@@ -157,6 +157,9 @@ class _RoutesTo:
     def after_turn(self) -> None:
         pass
 
+    def examples_for(self, query: str, tool: str, operation: str | None, uses: Any) -> list[Any]:
+        return []
+
 
 def test_routing_is_told_the_last_tool_turn_past_small_talk(engine: Engine, tools: dict[str, Tool]) -> None:
     convo = Conversation(

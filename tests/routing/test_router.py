@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from nexus_agent.evaluation.routing import EvalItem, ItemResult, evaluate, load_eval, sample_allowed, summarize
-from nexus_agent.registry import Tool, load_registry
+from nexus_agent.registry import Tool, load_registry, split_key
 from nexus_agent.routing.docs import tool_document
 from nexus_agent.routing.embedders.base import Embedder, Vectors
 from nexus_agent.routing.followup import PreviousTurn
@@ -65,7 +65,9 @@ def test_route_add_remove_replace(registry_dir: Path) -> None:
     # replace: the same key with a new description is re-embedded
     renamed = Tool(gist.server, gist.name, "Water the office plants and feed the fish.", gist.input_schema)
     r.replace_tools([renamed])
-    assert len(r.index.slb) == len(tools)
+    # one row set per tool, and per operation of a consolidated tool (issue_write create / update …)
+    assert len(r.index.slb) == sum(max(1, len(t.operations())) for t in tools)
+    assert {t.qualified_name for t in r.tools.values()} == {t.qualified_name for t in tools}
     assert r.route("water the plants and feed the fish").tool == "github__list_gists"
 
 
@@ -127,7 +129,8 @@ def test_eval_runner_keys_and_sampling(registry_dir: Path, tmp_path: Path, summa
     s, res = evaluate(r, items, profile, n_tools=10, seed=1)
     assert summary_keys <= s.keys(), summary_keys - s.keys()
     assert s["n"] == 3 and len(res) == 3
-    assert all(len(x.result.candidates) <= 10 for x in res)
+    # at most the 10 sampled tools (each operation of a consolidated tool is a candidate of its own)
+    assert all(len({split_key(c.key)[0] for c in x.result.candidates}) <= 10 for x in res)
     assert 0.0 <= s["accuracy_ci95"][0] <= s["accuracy"] <= s["accuracy_ci95"][1] <= 1.0
 
 
@@ -158,7 +161,7 @@ def test_slb_cache_file_skips_reembedding(registry_dir: Path, tmp_path: Path) ->
     tools = _tools(registry_dir)[:20]
     e1 = CountingEmbedder()
     r1 = Router(tools, e1, RouterConfig(retrieval=RetrievalConfig(synthetic=False)))
-    assert e1.calls == 20
+    assert e1.calls == len(r1.index.slb) == sum(max(1, len(t.operations())) for t in tools)  # one text per operation
     assert list((nexus_home() / "slb").glob("*.npz"))
     e2 = CountingEmbedder()
     r2 = Router(tools, e2, RouterConfig(retrieval=RetrievalConfig(synthetic=False)))
@@ -167,7 +170,8 @@ def test_slb_cache_file_skips_reembedding(registry_dir: Path, tmp_path: Path) ->
     np.testing.assert_array_equal(r1.index.slb.scores(q), r2.index.slb.scores(q))
     # a changed tool set is a different key: only the new tool's text is embedded (text cache)
     r3 = Router(_tools(registry_dir)[:21], e2, RouterConfig(retrieval=RetrievalConfig(synthetic=False)))
-    assert e2.calls == 1 and len(r3.index.slb) == 21
+    new = _tools(registry_dir)[20]
+    assert e2.calls == max(1, len(new.operations())) and len(r3.index.slb) == len(r1.index.slb) + e2.calls
 
 
 def test_lexical_scores_are_normalised_within_the_allowed_subset(registry_dir: Path) -> None:
@@ -221,9 +225,10 @@ class Recording(Reranker):
         candidates: Sequence[Tool],
         history: Sequence[dict[str, str]] = (),
         previous: PreviousTurn | None = None,
+        examples: Sequence[str] = (),
     ) -> RerankResult:
         self.calls += 1
-        choice = None if self.says_none else candidates[0].qualified_name
+        choice = None if self.says_none else candidates[0].key
         return RerankResult(scores=[0.0] * len(candidates), choice=choice)
 
 
@@ -436,7 +441,7 @@ def test_a_question_lowers_only_the_tools_that_declare_they_change_things(regist
         before = {c.key: c.score for c in base.retrieve(q)}
         after = {c.key: c.score for c in pen.retrieve(q)}
         for k, score in before.items():
-            drop = 0.15 if asks and hint[k] is False else 0.0
+            drop = 0.15 if asks and hint[split_key(k)[0]] is False else 0.0
             assert after[k] == pytest.approx(score - drop, abs=1e-6), (q, k)
 
 
@@ -455,7 +460,7 @@ def test_a_question_whose_top_tool_the_penalty_replaced_is_escalated_with_retrie
     q = "is acme/api#12 closed?"
     before, after = base.route(q), pen.route(q)
     assert (before.tool, before.decision) == ("github__update_pull_request", "auto")
-    assert after.decision == "escalated" and after.tool == after.candidates[0].key != before.tool
+    assert after.decision == "escalated" and after.tool == split_key(after.candidates[0].key)[0] != before.tool
     assert after.margin == pytest.approx(before.margin)  # the gate reads the ranking before the penalty
     # a command keeps its ranking and its decision
     cmd = "close acme/api#12"

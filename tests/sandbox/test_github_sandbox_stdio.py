@@ -208,10 +208,12 @@ async def test_existing_file_needs_matching_sha(data_dir: Path) -> None:
         assert "does not match" in err
 
 
-async def test_unsupported_tool_gives_a_clear_error(data_dir: Path) -> None:
+async def test_a_tool_without_data_answers_empty_not_unsupported(data_dir: Path) -> None:
     async with stdio_session(data_dir) as s:
-        err = await call_err(s, "list_discussions", owner="acme", repo="api")
-        assert err == "list_discussions is not supported in the Nexus offline GitHub sandbox"
+        listed = await call_ok(s, "list_discussions", owner="acme", repo="api")
+        assert listed["discussions"] == [] and listed["totalCount"] == 0
+        err = await call_err(s, "list_discussions", owner="acme")  # no acme/.github repository
+        assert err == "Could not resolve to a Repository with the name 'acme/.github'."
 
 
 async def test_invalid_arguments_give_a_clear_error(data_dir: Path) -> None:

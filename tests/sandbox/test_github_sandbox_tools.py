@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+from gh_sandbox_support import text_of
 
 from nexus_agent.sandbox.github.handlers import registry
+from nexus_agent.sandbox.github.server import GitHubSandboxServer, open_sandbox
 from nexus_agent.sandbox.github.tools import TOOLS_DIR, ToolCatalog
 
 
@@ -68,3 +72,47 @@ def test_validation_names_the_bad_argument() -> None:
         "push_files", {"owner": "a", "repo": "b", "branch": "m", "message": "x", "files": [{"path": "p"}]}
     )
     assert nested is not None and "files.0" in nested and "content" in nested
+
+
+def test_every_tool_has_a_handler() -> None:
+    assert set(registry()) == set(ToolCatalog.load().definitions)
+
+
+def _dummy(schema: dict[str, Any]) -> Any:
+    kind = schema.get("type")
+    if "enum" in schema:
+        return schema["enum"][0]
+    return {"number": 1, "integer": 1, "boolean": False, "array": [], "object": {}}.get(str(kind), "x")
+
+
+def test_every_method_and_action_is_dispatched(tmp_path: Path) -> None:
+    """Each ``method``/``action`` value of every tool reaches an operation: a call with placeholder arguments may
+    fail as GitHub would (404, 422 ...), never with a handler crash or "not supported"."""
+    sb = open_sandbox(tmp_path / "gh")
+    try:
+        server = GitHubSandboxServer(sb)
+        for name, d in server.catalog.definitions.items():
+            props = d["inputSchema"].get("properties", {})
+            selector = next((k for k in ("method", "action") if "enum" in props.get(k, {})), None)
+            for value in props[selector]["enum"] if selector else [None]:
+                args = {k: _dummy(props[k]) for k in d["inputSchema"].get("required", [])}
+                args |= {"owner": "acme", "repo": "api"} if "owner" in props and "repo" in props else {}
+                if selector:
+                    args[selector] = value
+                text = text_of(server.call(name, args))
+                assert not text.startswith("internal error"), (name, value, text)
+                assert "not supported" not in text, (name, value, text)
+    finally:
+        sb.close()
+
+
+def test_a_tool_without_a_handler_says_so(tmp_path: Path) -> None:
+    sb = open_sandbox(tmp_path / "gh")
+    try:
+        server = GitHubSandboxServer(sb)
+        del server.handlers["list_discussions"]
+        result = server.call("list_discussions", {"owner": "acme", "repo": "api"})
+        assert result.is_error
+        assert text_of(result) == "list_discussions is not supported in the Nexus offline GitHub sandbox"
+    finally:
+        sb.close()

@@ -203,6 +203,15 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
         "openbaar vervoer",
         "電車",
     ),
+    # GitHub's reactions, by their names in words and their emoji
+    "+1": ("thumbs up", "thumbs-up", "thumbsup", "upvote", "👍"),
+    "_1": ("thumbs down", "thumbs-down", "thumbsdown", "downvote", "👎"),  # "-1", as _key spells it
+    "laugh": ("laughing", "smile", "😄"),
+    "heart": ("love", "❤"),
+    "hooray": ("tada", "celebrat", "party", "🎉"),
+    "rocket": ("🚀",),
+    "eyes": ("looking", "👀"),
+    "confused": ("😕",),
     "always_invoice": ("invoice immediately", "bill immediately", "right away", "immediately"),
     "none": ("no proration", "don't prorate", "do not prorate", "without proration"),
 }

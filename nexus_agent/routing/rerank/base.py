@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
 from nexus_agent.backend import Decider
+from nexus_agent.examples import Example
 from nexus_agent.registry import Tool
 from nexus_agent.routing.followup import CallSoFar, PreviousTurn
 
@@ -48,13 +49,18 @@ class Reranker(ABC):
         candidates: Sequence[Tool],
         history: Sequence[dict[str, str]] = (),
         previous: PreviousTurn | None = None,
+        examples: Sequence[str] = (),
     ) -> RerankResult:
         """Score ``candidates`` for ``query``. ``previous``: the request is a follow-up of that tool turn
-        (``routing/followup.py``); a reranker may use it or not."""
+        (``routing/followup.py``); ``examples``: for the first candidates, the request of each one's closest verified
+        example ("" where it has none). A reranker may use either or not."""
 
-    def next_step(self, query: str, candidates: Sequence[Tool], calls: Sequence[CallSoFar]) -> RerankResult:
+    def next_step(
+        self, query: str, candidates: Sequence[Tool], calls: Sequence[CallSoFar], examples: Sequence[Example] = ()
+    ) -> RerankResult:
         """After ``calls`` (this request's calls so far): the next tool among ``candidates``, or ``choice`` None when
-        the request is done. Without a model to ask, one call is all a request gets."""
+        the request is done; ``examples``: verified multi-step examples closest to the request. Without a model to
+        ask, one call is all a request gets."""
         return RerankResult(scores=[], choice=None)
 
 

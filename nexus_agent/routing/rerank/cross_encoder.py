@@ -35,6 +35,7 @@ class CrossEncoderReranker(Reranker):
         candidates: Sequence[Tool],
         history: Sequence[dict[str, str]] = (),
         previous: PreviousTurn | None = None,
+        examples: Sequence[str] = (),
     ) -> RerankResult:
         ctx = history_text(history, max_messages=1)
         q = f"{ctx}\n{query}" if ctx else query
@@ -42,5 +43,5 @@ class CrossEncoderReranker(Reranker):
         best = max(range(len(scores)), key=scores.__getitem__) if scores else -1
         choice = None
         if best >= 0 and (self.min_score is None or scores[best] >= self.min_score):
-            choice = candidates[best].qualified_name
+            choice = candidates[best].key
         return RerankResult(scores=scores, choice=choice)

@@ -40,6 +40,7 @@ class LLMPointwiseReranker(Reranker):
         candidates: Sequence[Tool],
         history: Sequence[dict[str, str]] = (),
         previous: PreviousTurn | None = None,
+        examples: Sequence[str] = (),
     ) -> RerankResult:
         ctx = history_text(history)
         head = (f"Earlier conversation:\n{ctx}\n\n" if ctx else "") + f"Request: {query}\n\n"
@@ -52,5 +53,5 @@ class LLMPointwiseReranker(Reranker):
         scores += [float("-inf")] * (len(candidates) - len(scores))
         choice = None
         if best >= 0 and (self.min_score is None or scores[best] >= self.min_score):
-            choice = candidates[best].qualified_name
+            choice = candidates[best].key
         return RerankResult(scores=scores, choice=choice)

@@ -26,8 +26,14 @@ def default_data_dir() -> Path:
     return nexus_home() / "sandbox" / "github"
 
 
-def sandbox_server_params(data_dir: Path | None = None, *, reset: bool = False) -> StdioServerParameters:
-    """How to start the sandbox over stdio with the current interpreter (no console script needed)."""
+def sandbox_server_params(
+    data_dir: Path | None = None, *, reset: bool = False, world: Path | None = None
+) -> StdioServerParameters:
+    """How to start the sandbox over stdio with the current interpreter (no console script needed).
+
+    ``world``: a world file (JSON, ``nexus_agent.sandbox.github.world``) the server seeds an empty ``data_dir``
+    from instead of the acme demo data.
+    """
     # Imported here: the CLI imports this package for its options, and the MCP SDK takes a second to load.
     from mcp import StdioServerParameters
     from mcp.client.stdio import get_default_environment
@@ -35,13 +41,16 @@ def sandbox_server_params(data_dir: Path | None = None, *, reset: bool = False) 
     args = ["-m", "nexus_agent.sandbox.github", "--data-dir", str(data_dir or default_data_dir())]
     if reset:
         args.append("--reset")
+    if world is not None:
+        args += ["--world", str(world.resolve())]
     env = get_default_environment()
     env.update({k: os.environ[k] for k in _PASS_THROUGH_ENV if k in os.environ})
     return StdioServerParameters(command=sys.executable, args=args, env=env)
 
 
-def sandbox_mcp_config(data_dir: Path) -> dict[str, Any]:
+def sandbox_mcp_config(data_dir: Path, *, world: Path | None = None) -> dict[str, Any]:
     """An ``mcpServers`` config (Claude Desktop / Cursor format) that starts the sandbox over stdio as ``github``,
-    with its data in ``data_dir``: for ``--config`` / ``AgentConfig.config_file`` with a private sandbox."""
-    params = sandbox_server_params(data_dir)
+    with its data in ``data_dir`` (seeded from ``world`` if given): for ``--config`` / ``AgentConfig.config_file``
+    with a private sandbox."""
+    params = sandbox_server_params(data_dir, world=world)
     return {"mcpServers": {"github": {"command": params.command, "args": list(params.args)}}}

@@ -1,4 +1,4 @@
-"""``python -m nexus_agent.sandbox.github [--data-dir D] [--reset] [--http] [--host H] [--port P]``.
+"""``python -m nexus_agent.sandbox.github [--data-dir D] [--reset] [--http] [--host H] [--port P] [--world FILE]``.
 
 The same command as ``nexus-agent sandbox github`` (:func:`nexus_agent.sandbox.github.app.command`).
 """

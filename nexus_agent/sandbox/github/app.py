@@ -16,8 +16,17 @@ import typer
 from nexus_agent.sandbox.github import default_data_dir
 
 
-def serve(data_dir: Path, *, reset: bool, http: bool, host: str = "127.0.0.1", port: int = 8765) -> None:
-    """Open (seeding if needed) the sandbox in ``data_dir`` and serve it until the client disconnects.
+def serve(
+    data_dir: Path,
+    *,
+    reset: bool,
+    http: bool,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    world: Path | None = None,
+) -> None:
+    """Open (seeding if needed, from ``world`` when given) the sandbox in ``data_dir`` and serve it until the
+    client disconnects.
 
     stdio by default; with ``http`` streamable HTTP at ``http://host:port/mcp``. Logs go to stderr
     because stdout is the stdio transport.
@@ -26,9 +35,14 @@ def serve(data_dir: Path, *, reset: bool, http: bool, host: str = "127.0.0.1", p
     import anyio
 
     from nexus_agent.sandbox.github.server import GitHubSandboxServer, open_sandbox
+    from nexus_agent.sandbox.github.world import load_world
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    sandbox = open_sandbox(data_dir, reset=reset)
+    try:
+        doc = None if world is None else load_world(world)
+    except ValueError as e:  # pydantic's ValidationError and a JSON syntax error are both ValueErrors
+        raise typer.BadParameter(f"{world}: {e}", param_hint="--world") from e
+    sandbox = open_sandbox(data_dir, reset=reset, world=doc)
     server = GitHubSandboxServer(sandbox)
     try:
         if http:
@@ -49,9 +63,13 @@ def command(
     # Hidden: `nexus-agent sandbox github --help` never listed it; `python -m` always accepted it.
     host: Annotated[str, typer.Option("--host", help="HTTP host (with --http).", hidden=True)] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="HTTP port (with --http); host is 127.0.0.1.")] = 8765,
+    world: Annotated[
+        Path | None,
+        typer.Option("--world", help="Seed an empty data dir from this world file (JSON) instead of the demo data."),
+    ] = None,
 ) -> None:
     """Serve the GitHub MCP tools (github_all, 86 tools) from a local SQLite + git sandbox."""
-    serve(data_dir or default_data_dir(), reset=reset, http=http, host=host, port=port)
+    serve(data_dir or default_data_dir(), reset=reset, http=http, host=host, port=port, world=world)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -33,6 +33,7 @@ from nexus_agent.sandbox.github.handlers.common import Blocks
 from nexus_agent.sandbox.github.seed import SEED_VERSION, seed
 from nexus_agent.sandbox.github.store import NotFound
 from nexus_agent.sandbox.github.tools import ToolCatalog
+from nexus_agent.sandbox.github.world import World, seed_world, world_hash
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +60,13 @@ def to_result(value: object) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=False)
 
 
-def open_sandbox(data_dir: Path, *, reset: bool = False) -> Sandbox:
-    """Open the sandbox in ``data_dir``, seeding it on first use (or after ``reset``)."""
+def open_sandbox(data_dir: Path, *, reset: bool = False, world: World | None = None) -> Sandbox:
+    """Open the sandbox in ``data_dir``, seeding it on first use (or after ``reset``): with ``world`` when given,
+    else with the acme demo data.
+
+    A directory already seeded with other data (another world, or acme when a world is asked for, or the reverse)
+    is refused rather than served: ``meta.world`` records which world seeded it (absent for acme).
+    """
     if reset and data_dir.exists():
         leftovers = {p.name for p in data_dir.iterdir()} - {DB_NAME, "repos", f"{DB_NAME}-journal"}
         if leftovers:
@@ -68,15 +74,47 @@ def open_sandbox(data_dir: Path, *, reset: bool = False) -> Sandbox:
             raise RuntimeError(f"refusing to reset {data_dir}: it contains non-sandbox files {sorted(leftovers)}")
         shutil.rmtree(data_dir)
     sb = Sandbox.open(data_dir)
-    if sb.store.get_meta("seed_version") != SEED_VERSION:
-        if sb.store.get_meta("seed_version") is not None:
-            sb.close()
-            raise RuntimeError(f"{data_dir} holds a sandbox from another seed version; start with --reset")
+    wanted = None if world is None else world_hash(world)
+    seeded = sb.store.get_meta("seed_version")
+    if seeded is None:
         # A seed that failed half-way rolled its database transaction back but may have left git
         # repositories behind; start those from scratch too so the seeded SHAs stay deterministic.
         shutil.rmtree(data_dir / "repos", ignore_errors=True)
-        seed(sb)
+        try:
+            if world is None:
+                seed(sb)
+            else:
+                seed_world(sb, world)
+        except BaseException:
+            sb.close()
+            raise
+        return sb
+    have = sb.store.get_meta("world")
+    problem = None
+    if seeded != SEED_VERSION:
+        problem = f"{data_dir} holds a sandbox from another seed version; start with --reset"
+    elif have != wanted:
+        held = "the acme demo data" if have is None else f"another world ({have})"
+        asked = "the acme demo data" if wanted is None else f"this world ({wanted})"
+        problem = (
+            f"{data_dir} holds a sandbox seeded with {held}, not {asked}; "
+            "start with --reset to reseed it, or use another --data-dir"
+        )
+    if problem is not None:
+        sb.close()
+        raise RuntimeError(problem)
     return sb
+
+
+def instructions(sb: Sandbox) -> str:
+    """The server's instructions: the acme text, or what a world holds (its repositories and who "me" is)."""
+    if sb.store.get_meta("world") is None:
+        return INSTRUCTIONS
+    repos = ", ".join(r.full_name for r in sb.store.repos()) or "none"
+    return (
+        "Offline stand-in for the GitHub MCP server. Same tools and arguments; data is a seeded world: "
+        f"the authenticated user is '{sb.me}', repositories: {repos}."
+    )
 
 
 class GitHubSandboxServer:
@@ -92,7 +130,7 @@ class GitHubSandboxServer:
         self.server: Server[Any] = Server(
             SERVER_NAME,
             version=__version__,
-            instructions=INSTRUCTIONS,
+            instructions=instructions(sandbox),
             on_list_tools=self._on_list_tools,
             on_call_tool=self._on_call_tool,
         )

@@ -66,6 +66,155 @@ CREATE TABLE IF NOT EXISTS pull_reviewers(
   issue_id INTEGER NOT NULL, reviewer TEXT NOT NULL, PRIMARY KEY(issue_id, reviewer));
 """
 
+# The tables of the tools beyond issues, pull requests and git (sub-issues, reviews, releases, Actions, projects ...).
+# Kept apart from SCHEMA so the acme tables read as they always did; every table here starts empty in the acme
+# seed. Typed access lives with the handlers of each area (handlers/<area>.py); rows refer to SCHEMA's ids.
+# Times are ISO-8601 UTC from the logical clock; JSON columns hold compact JSON.
+TOOLS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS repo_settings(
+  repo_id INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(repo_id, key));
+CREATE TABLE IF NOT EXISTS sub_issues(
+  parent_id INTEGER NOT NULL, child_id INTEGER NOT NULL UNIQUE, position INTEGER NOT NULL,
+  PRIMARY KEY(parent_id, child_id));
+CREATE TABLE IF NOT EXISTS issue_types(
+  id INTEGER PRIMARY KEY, org_id INTEGER NOT NULL, name TEXT NOT NULL COLLATE NOCASE,
+  description TEXT NOT NULL DEFAULT '', color TEXT NOT NULL DEFAULT 'gray', created_at TEXT NOT NULL,
+  UNIQUE(org_id, name));
+CREATE TABLE IF NOT EXISTS issue_type_of(issue_id INTEGER PRIMARY KEY, type_id INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS issue_fields(
+  id INTEGER PRIMARY KEY, org_id INTEGER NOT NULL, name TEXT NOT NULL COLLATE NOCASE, data_type TEXT NOT NULL,
+  description TEXT NOT NULL DEFAULT '', options TEXT NOT NULL DEFAULT '[]', UNIQUE(org_id, name));
+CREATE TABLE IF NOT EXISTS issue_field_values(
+  issue_id INTEGER NOT NULL, field_id INTEGER NOT NULL, value TEXT NOT NULL, PRIMARY KEY(issue_id, field_id));
+CREATE TABLE IF NOT EXISTS copilot_tasks(
+  id INTEGER PRIMARY KEY, issue_id INTEGER NOT NULL, kind TEXT NOT NULL, base_ref TEXT NOT NULL DEFAULT '',
+  custom_instructions TEXT NOT NULL DEFAULT '', rationale TEXT NOT NULL DEFAULT '',
+  confidence TEXT NOT NULL DEFAULT '', pull_issue_id INTEGER, created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS reviews(
+  id INTEGER PRIMARY KEY, issue_id INTEGER NOT NULL, author TEXT NOT NULL, state TEXT NOT NULL,
+  body TEXT NOT NULL DEFAULT '', commit_id TEXT NOT NULL, created_at TEXT NOT NULL,
+  submitted_at TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS review_threads(
+  id INTEGER PRIMARY KEY, issue_id INTEGER NOT NULL, path TEXT NOT NULL, subject_type TEXT NOT NULL,
+  line INTEGER, start_line INTEGER, side TEXT NOT NULL DEFAULT 'RIGHT', start_side TEXT,
+  resolved INTEGER NOT NULL DEFAULT 0, resolved_by TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS review_comments(
+  id INTEGER PRIMARY KEY, thread_id INTEGER NOT NULL, review_id INTEGER NOT NULL, author TEXT NOT NULL,
+  body TEXT NOT NULL, commit_id TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS review_comment_reactions(
+  id INTEGER PRIMARY KEY, comment_id INTEGER NOT NULL, author TEXT NOT NULL, content TEXT NOT NULL,
+  UNIQUE(comment_id, author, content));
+CREATE TABLE IF NOT EXISTS releases(
+  id INTEGER PRIMARY KEY, repo_id INTEGER NOT NULL, tag_name TEXT NOT NULL, target TEXT NOT NULL,
+  name TEXT NOT NULL DEFAULT '', body TEXT NOT NULL DEFAULT '', author TEXT NOT NULL,
+  draft INTEGER NOT NULL DEFAULT 0, prerelease INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL,
+  published_at TEXT NOT NULL DEFAULT '', UNIQUE(repo_id, tag_name));
+CREATE TABLE IF NOT EXISTS collaborators(
+  repo_id INTEGER NOT NULL, login TEXT NOT NULL COLLATE NOCASE, permission TEXT NOT NULL,
+  PRIMARY KEY(repo_id, login));
+CREATE TABLE IF NOT EXISTS stars(
+  login TEXT NOT NULL COLLATE NOCASE, repo_id INTEGER NOT NULL, starred_at TEXT NOT NULL,
+  PRIMARY KEY(login, repo_id));
+CREATE TABLE IF NOT EXISTS repo_subscriptions(
+  login TEXT NOT NULL COLLATE NOCASE, repo_id INTEGER NOT NULL, subscribed INTEGER NOT NULL,
+  ignored INTEGER NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY(login, repo_id));
+CREATE TABLE IF NOT EXISTS gists(
+  id INTEGER PRIMARY KEY, gist_id TEXT NOT NULL UNIQUE, owner TEXT NOT NULL, description TEXT NOT NULL DEFAULT '',
+  public INTEGER NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS gist_files(
+  gist_id INTEGER NOT NULL, filename TEXT NOT NULL, content TEXT NOT NULL, PRIMARY KEY(gist_id, filename));
+CREATE TABLE IF NOT EXISTS discussion_categories(
+  id INTEGER PRIMARY KEY, repo_id INTEGER NOT NULL, name TEXT NOT NULL COLLATE NOCASE, slug TEXT NOT NULL,
+  emoji TEXT NOT NULL DEFAULT '', description TEXT NOT NULL DEFAULT '', answerable INTEGER NOT NULL DEFAULT 0,
+  UNIQUE(repo_id, name));
+CREATE TABLE IF NOT EXISTS discussions(
+  id INTEGER PRIMARY KEY, repo_id INTEGER NOT NULL, number INTEGER NOT NULL, category_id INTEGER NOT NULL,
+  title TEXT NOT NULL, body TEXT NOT NULL DEFAULT '', author TEXT NOT NULL, closed INTEGER NOT NULL DEFAULT 0,
+  answer_id INTEGER, answer_chosen_at TEXT NOT NULL DEFAULT '', answer_chosen_by TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL, updated_at TEXT NOT NULL, UNIQUE(repo_id, number));
+CREATE TABLE IF NOT EXISTS discussion_comments(
+  id INTEGER PRIMARY KEY, discussion_id INTEGER NOT NULL, reply_to INTEGER, author TEXT NOT NULL,
+  body TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS projects(
+  id INTEGER PRIMARY KEY, owner_id INTEGER NOT NULL, number INTEGER NOT NULL, title TEXT NOT NULL,
+  short_description TEXT NOT NULL DEFAULT '', readme TEXT NOT NULL DEFAULT '', public INTEGER NOT NULL DEFAULT 0,
+  closed INTEGER NOT NULL DEFAULT 0, closed_at TEXT NOT NULL DEFAULT '', creator TEXT NOT NULL,
+  created_at TEXT NOT NULL, updated_at TEXT NOT NULL, UNIQUE(owner_id, number));
+CREATE TABLE IF NOT EXISTS project_fields(
+  id INTEGER PRIMARY KEY, project_id INTEGER NOT NULL, name TEXT NOT NULL COLLATE NOCASE, data_type TEXT NOT NULL,
+  options TEXT NOT NULL DEFAULT '[]', configuration TEXT NOT NULL DEFAULT '{}', created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL, UNIQUE(project_id, name));
+CREATE TABLE IF NOT EXISTS project_items(
+  id INTEGER PRIMARY KEY, project_id INTEGER NOT NULL, content_type TEXT NOT NULL, issue_id INTEGER,
+  draft_title TEXT NOT NULL DEFAULT '', draft_body TEXT NOT NULL DEFAULT '', creator TEXT NOT NULL,
+  archived_at TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS project_item_values(
+  item_id INTEGER NOT NULL, field_id INTEGER NOT NULL, value TEXT NOT NULL, PRIMARY KEY(item_id, field_id));
+CREATE TABLE IF NOT EXISTS project_views(
+  id INTEGER PRIMARY KEY, project_id INTEGER NOT NULL, number INTEGER NOT NULL, name TEXT NOT NULL,
+  layout TEXT NOT NULL, filter TEXT NOT NULL DEFAULT '', visible_fields TEXT NOT NULL DEFAULT '[]',
+  UNIQUE(project_id, number));
+CREATE TABLE IF NOT EXISTS project_status_updates(
+  id INTEGER PRIMARY KEY, project_id INTEGER NOT NULL, body TEXT NOT NULL DEFAULT '', status TEXT NOT NULL DEFAULT '',
+  start_date TEXT NOT NULL DEFAULT '', target_date TEXT NOT NULL DEFAULT '', creator TEXT NOT NULL,
+  created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS workflows(
+  id INTEGER PRIMARY KEY, repo_id INTEGER NOT NULL, name TEXT NOT NULL, path TEXT NOT NULL,
+  state TEXT NOT NULL DEFAULT 'active', created_at TEXT NOT NULL, updated_at TEXT NOT NULL, UNIQUE(repo_id, path));
+CREATE TABLE IF NOT EXISTS workflow_runs(
+  id INTEGER PRIMARY KEY, workflow_id INTEGER NOT NULL, repo_id INTEGER NOT NULL, run_number INTEGER NOT NULL,
+  run_attempt INTEGER NOT NULL DEFAULT 1, event TEXT NOT NULL, status TEXT NOT NULL,
+  conclusion TEXT NOT NULL DEFAULT '', head_branch TEXT NOT NULL, head_sha TEXT NOT NULL, actor TEXT NOT NULL,
+  triggering_actor TEXT NOT NULL, display_title TEXT NOT NULL, inputs TEXT NOT NULL DEFAULT '{}',
+  logs_deleted INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+  run_started_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS workflow_jobs(
+  id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, name TEXT NOT NULL, status TEXT NOT NULL,
+  conclusion TEXT NOT NULL DEFAULT '', run_attempt INTEGER NOT NULL DEFAULT 1, steps TEXT NOT NULL DEFAULT '[]',
+  log TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL, started_at TEXT NOT NULL DEFAULT '',
+  completed_at TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS workflow_artifacts(
+  id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, name TEXT NOT NULL, size_in_bytes INTEGER NOT NULL,
+  expired INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS notifications(
+  id INTEGER PRIMARY KEY, login TEXT NOT NULL COLLATE NOCASE, repo_id INTEGER NOT NULL, subject_type TEXT NOT NULL,
+  subject_title TEXT NOT NULL, subject_number INTEGER, subject_ref TEXT NOT NULL DEFAULT '', reason TEXT NOT NULL,
+  unread INTEGER NOT NULL DEFAULT 1, done INTEGER NOT NULL DEFAULT 0, updated_at TEXT NOT NULL,
+  last_read_at TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS thread_subscriptions(
+  notification_id INTEGER PRIMARY KEY, subscribed INTEGER NOT NULL, ignored INTEGER NOT NULL,
+  created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS code_scanning_alerts(
+  id INTEGER PRIMARY KEY, repo_id INTEGER NOT NULL, number INTEGER NOT NULL, rule_id TEXT NOT NULL,
+  rule_description TEXT NOT NULL DEFAULT '', severity TEXT NOT NULL, security_severity TEXT NOT NULL DEFAULT '',
+  tool TEXT NOT NULL, state TEXT NOT NULL, ref TEXT NOT NULL, path TEXT NOT NULL, start_line INTEGER NOT NULL,
+  end_line INTEGER NOT NULL, message TEXT NOT NULL DEFAULT '', dismissed_reason TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL, updated_at TEXT NOT NULL, UNIQUE(repo_id, number));
+CREATE TABLE IF NOT EXISTS dependabot_alerts(
+  id INTEGER PRIMARY KEY, repo_id INTEGER NOT NULL, number INTEGER NOT NULL, package TEXT NOT NULL,
+  ecosystem TEXT NOT NULL, manifest_path TEXT NOT NULL, severity TEXT NOT NULL, ghsa_id TEXT NOT NULL,
+  cve_id TEXT NOT NULL DEFAULT '', summary TEXT NOT NULL, vulnerable_version_range TEXT NOT NULL DEFAULT '',
+  patched_version TEXT NOT NULL DEFAULT '', state TEXT NOT NULL, dismissed_reason TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL, updated_at TEXT NOT NULL, UNIQUE(repo_id, number));
+CREATE TABLE IF NOT EXISTS secret_scanning_alerts(
+  id INTEGER PRIMARY KEY, repo_id INTEGER NOT NULL, number INTEGER NOT NULL, secret_type TEXT NOT NULL,
+  secret_type_display_name TEXT NOT NULL, secret TEXT NOT NULL, state TEXT NOT NULL,
+  resolution TEXT NOT NULL DEFAULT '', path TEXT NOT NULL, line INTEGER NOT NULL,
+  validity TEXT NOT NULL DEFAULT 'unknown', created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+  UNIQUE(repo_id, number));
+CREATE TABLE IF NOT EXISTS code_quality_findings(
+  id INTEGER PRIMARY KEY, repo_id INTEGER NOT NULL, number INTEGER NOT NULL, rule_id TEXT NOT NULL,
+  category TEXT NOT NULL DEFAULT '', severity TEXT NOT NULL, path TEXT NOT NULL, start_line INTEGER NOT NULL,
+  end_line INTEGER NOT NULL, message TEXT NOT NULL, state TEXT NOT NULL DEFAULT 'open', created_at TEXT NOT NULL,
+  UNIQUE(repo_id, number));
+CREATE TABLE IF NOT EXISTS advisories(
+  id INTEGER PRIMARY KEY, ghsa_id TEXT NOT NULL UNIQUE, repo_id INTEGER, cve_id TEXT NOT NULL DEFAULT '',
+  summary TEXT NOT NULL, description TEXT NOT NULL DEFAULT '', severity TEXT NOT NULL, state TEXT NOT NULL,
+  type TEXT NOT NULL DEFAULT 'reviewed', author TEXT NOT NULL DEFAULT '', vulnerabilities TEXT NOT NULL DEFAULT '[]',
+  cwes TEXT NOT NULL DEFAULT '[]', created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+  published_at TEXT NOT NULL DEFAULT '', withdrawn_at TEXT NOT NULL DEFAULT '');
+"""
+
 # Where the logical clock starts for a freshly seeded sandbox (2025-03-03T09:00:00Z).
 CLOCK_START = int(datetime(2025, 3, 3, 9, 0, 0, tzinfo=UTC).timestamp())
 CLOCK_STEP_S = 60
@@ -192,6 +341,7 @@ class Store:
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA foreign_keys = ON")
         self.db.executescript(SCHEMA)
+        self.db.executescript(TOOLS_SCHEMA)
 
     def close(self) -> None:
         self.db.close()
@@ -213,6 +363,30 @@ class Store:
 
     def _all(self, sql: str, params: Iterable[object] = ()) -> list[sqlite3.Row]:
         return list(self.db.execute(sql, tuple(params)).fetchall())
+
+    # -- generic access for the areas whose typed queries live with their handlers ------------------------
+
+    def row(self, sql: str, params: Iterable[object] = ()) -> sqlite3.Row | None:
+        return self._one(sql, params)
+
+    def rows(self, sql: str, params: Iterable[object] = ()) -> list[sqlite3.Row]:
+        return self._all(sql, params)
+
+    def execute(self, sql: str, params: Iterable[object] = ()) -> None:
+        self.db.execute(sql, tuple(params))
+
+    def insert(self, table: str, **values: object) -> int:
+        """INSERT one row into ``table`` (a name of the schemas, never user input); return its rowid."""
+        cols = ", ".join(values)
+        cur = self.db.execute(
+            f"INSERT INTO {table}({cols}) VALUES ({', '.join('?' * len(values))})", tuple(values.values())
+        )
+        return int(cur.lastrowid or 0)
+
+    def update(self, table: str, row_id: int, **values: object) -> None:
+        """UPDATE columns of the row ``id = row_id`` of ``table`` (names from the schemas, never user input)."""
+        sets = ", ".join(f"{k} = ?" for k in values)
+        self.db.execute(f"UPDATE {table} SET {sets} WHERE id = ?", (*values.values(), row_id))
 
     # -- meta and clock -------------------------------------------------------------------------------
 
@@ -345,8 +519,17 @@ class Store:
             raise NotFound(f"repository {owner}/{name} not found")
         return self._repo_row(row)
 
+    def repo_by_id(self, repo_id: int) -> Repo:
+        row = self._one("SELECT * FROM repos WHERE id = ?", (repo_id,))
+        if row is None:
+            raise NotFound(f"repository id {repo_id} not found")
+        return self._repo_row(row)
+
     def repos(self) -> list[Repo]:
         return [self._repo_row(r) for r in self._all("SELECT * FROM repos ORDER BY id")]
+
+    def set_archived(self, repo_id: int, archived: bool) -> None:
+        self.db.execute("UPDATE repos SET archived = ? WHERE id = ?", (int(archived), repo_id))
 
     def touch_repo(self, repo_id: int) -> None:
         self.db.execute("UPDATE repos SET updated_at = ? WHERE id = ?", (self.now(), repo_id))
@@ -395,16 +578,29 @@ class Store:
 
     # -- issues and pull requests ---------------------------------------------------------------------
 
-    def create_issue(self, repo_id: int, *, title: str, body: str, author: str, pull: bool = False) -> Issue:
+    def create_issue(
+        self, repo_id: int, *, title: str, body: str, author: str, pull: bool = False, number: int | None = None
+    ) -> Issue:
+        """A new open issue (or the issue half of a pull request). ``number`` defaults to the next one after the
+        highest in the repository, as on GitHub; a world may give it explicitly (it must be free)."""
         now = self.now()
-        row = self._one("SELECT COALESCE(MAX(number), 0) + 1 AS n FROM issues WHERE repo_id = ?", (repo_id,))
-        number = int(row["n"]) if row else 1
+        if number is None:
+            number = self.next_number(repo_id)
         self.db.execute(
             "INSERT INTO issues(repo_id, number, title, body, state, author, created_at, updated_at, is_pull) "
             "VALUES (?, ?, ?, ?, 'open', ?, ?, ?, ?)",
             (repo_id, number, title, body, author, now, now, int(pull)),
         )
         return self.issue(repo_id, number)
+
+    def next_number(self, repo_id: int) -> int:
+        """The next issue/pull request/discussion number: GitHub numbers all three in one sequence per repository."""
+        row = self._one(
+            "SELECT MAX(COALESCE((SELECT MAX(number) FROM issues WHERE repo_id = ?), 0), "
+            "COALESCE((SELECT MAX(number) FROM discussions WHERE repo_id = ?), 0)) + 1 AS n",
+            (repo_id, repo_id),
+        )
+        return int(row["n"]) if row else 1
 
     def add_pull(
         self,

@@ -1,6 +1,6 @@
 """The single registry of implemented tools: tool name -> handler.
 
-Handlers register themselves with ``@tool("name")`` in the area modules (users, repos, issues, pulls);
+Handlers register themselves with ``@tool("name")`` in the area modules (one per area, listed in ``AREAS``);
 ``registry()`` imports those modules once and returns the mapping. A name that is in the vendored tool
 list but not here is answered with "not supported in the Nexus offline GitHub sandbox".
 """
@@ -17,7 +17,27 @@ from nexus_agent.sandbox.github.context import Sandbox
 # ``str`` (sent as is, e.g. a diff) or ``Blocks`` (explicit content blocks, e.g. an embedded file).
 Handler = Callable[[Sandbox, dict[str, Any]], object]
 
-AREAS = ("users", "repos", "issues", "pulls")
+AREAS = (
+    "users",
+    "repos",
+    "issues",
+    "pulls",
+    "sub_issues",
+    "issue_fields",
+    "copilot",
+    "reviews",
+    "releases",
+    "stars",
+    "collaborators",
+    "gists",
+    "discussions",
+    "projects",
+    "projects_write",
+    "actions",
+    "notifications",
+    "security",
+    "advisories",
+)
 
 _REGISTRY: dict[str, Handler] = {}
 

@@ -16,7 +16,8 @@ from typing import Any
 from mcp import types
 
 from nexus_agent.sandbox.github.context import API_ROOT, HTML_ROOT, Sandbox, ToolError
-from nexus_agent.sandbox.github.store import Comment, Issue, NotFound, Repo, User
+from nexus_agent.sandbox.github.gitrepo import GitRepo
+from nexus_agent.sandbox.github.store import Comment, Issue, NotFound, PullFields, Repo, User
 
 DEFAULT_PER_PAGE = 30
 
@@ -263,6 +264,52 @@ def get_issue(sb: Sandbox, repo: Repo, number: int, *, what: str = "issue") -> I
         return sb.store.issue(repo.id, number)
     except NotFound as e:
         raise ToolError(f"failed to get {what}: 404 Not Found: {repo.full_name}#{number} does not exist") from e
+
+
+def issue_by_id(sb: Sandbox, issue_id: int) -> tuple[Repo, Issue] | None:
+    """The repository and issue with database id ``issue_id``, or None."""
+    row = sb.store.row(
+        "SELECT r.owner, r.name, i.number FROM issues i JOIN repos r ON r.id = i.repo_id WHERE i.id = ?", (issue_id,)
+    )
+    if row is None:
+        return None
+    repo = sb.store.repo(row["owner"], row["name"])
+    return repo, sb.store.issue(repo.id, row["number"])
+
+
+def get_pull(sb: Sandbox, repo: Repo, number: int) -> tuple[Issue, PullFields]:
+    """The pull request ``number`` of ``repo`` (its issue row and pull fields), or a 404-style ToolError."""
+    issue = get_issue(sb, repo, number, what="pull request")
+    if issue.pull is None:
+        raise ToolError(f"failed to get pull request: 404 Not Found: {repo.full_name}#{number} is an issue")
+    return issue, issue.pull
+
+
+def diff_range(git: GitRepo, issue: Issue, pull: PullFields) -> tuple[str, str]:
+    """(base, head) commits of the pull request's diff: live for open PRs, frozen once closed."""
+    if issue.state == "open":
+        head = git.branch_sha(pull.head_ref) or pull.head_sha
+        base_tip = git.branch_sha(pull.base_ref)
+        base = (git.merge_base(base_tip, head) if base_tip else None) or pull.merge_base_sha
+        return base, head
+    return pull.merge_base_sha, pull.head_sha
+
+
+# -- node ids ---------------------------------------------------------------------------------------
+
+# GraphQL node ids of the objects the tools address by node id (review threads, discussion comments, project
+# views, status updates...): GitHub's type prefix, then "_sbx" and the row id. Opaque to clients, as on GitHub.
+_NODE_ID = re.compile(r"^([A-Za-z]+)_sbx(\d+)$")
+
+
+def node_id(prefix: str, row_id: int) -> str:
+    return f"{prefix}_sbx{row_id}"
+
+
+def parse_node_id(prefix: str, value: str) -> int | None:
+    """The row id inside ``value`` if it is a node id of type ``prefix`` made by :func:`node_id`, else None."""
+    m = _NODE_ID.match(value.strip())
+    return int(m.group(2)) if m and m.group(1) == prefix else None
 
 
 # -- search queries ---------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nexus_agent.sandbox.github.context import HTML_ROOT, Sandbox, ToolError
-from nexus_agent.sandbox.github.handlers import tool
+from nexus_agent.sandbox.github.handlers import issue_fields, sub_issues, tool
 from nexus_agent.sandbox.github.handlers.common import (
     decode_cursor,
     encode_cursor,
@@ -59,14 +59,23 @@ def _check_assignees(sb: Sandbox, logins: list[str]) -> list[str]:
     return [sb.store.user(login).login for login in logins]
 
 
-def _unsupported_fields(args: dict[str, Any]) -> None:
-    # The sandbox models no milestones, issue types or custom issue fields; refusing is more honest than
-    # silently dropping the value.
-    for key in ("milestone", "issue_fields"):
-        if args.get(key) is not None:
-            raise ToolError(f"'{key}' is not supported in the Nexus offline GitHub sandbox")
-    if args.get("type") is not None:
-        raise ToolError("issue types are not enabled for repositories in the Nexus offline GitHub sandbox")
+def _unsupported_fields(sb: Sandbox, repo: Repo, args: dict[str, Any]) -> None:
+    # The sandbox models no milestones; refusing is more honest than silently dropping the value. Issue types and
+    # fields exist when the repository's organisation defines some (a world can); otherwise they are refused too.
+    if args.get("milestone") is not None:
+        raise ToolError("'milestone' is not supported in the Nexus offline GitHub sandbox")
+    if args.get("issue_fields") is not None and not issue_fields.fields_of(sb, repo.owner):
+        raise ToolError(issue_fields.NO_FIELDS)
+    if args.get("type") is not None and not issue_fields.types_of(sb, repo.owner):
+        raise ToolError(issue_fields.NO_TYPES)
+
+
+def _type_and_fields(sb: Sandbox, repo: Repo, issue: Issue, args: dict[str, Any]) -> None:
+    """issue_write's ``type`` (null removes it) and ``issue_fields``."""
+    if "type" in args:
+        issue_fields.set_type(sb, repo, issue, opt_str(args, "type"))
+    if args.get("issue_fields") is not None:
+        issue_fields.set_values(sb, repo, issue, opt_list(args, "issue_fields") or [])
 
 
 def set_state(sb: Sandbox, issue: Issue, state: str, reason: str | None) -> None:
@@ -176,13 +185,35 @@ def _list_item(sb: Sandbox, issue: Issue) -> dict[str, Any]:
         "created_at": issue.created_at,
         "updated_at": issue.updated_at,
     }
+    out["field_values"] = issue_fields.graphql_values(sb, issue)
     return {k: v for k, v in out.items() if v not in ("", [], None)}
+
+
+def _filter_by_fields(sb: Sandbox, repo: Repo, issues: list[Issue], filters: list[dict[str, Any]]) -> list[Issue]:
+    """Issues whose values match every ``field_filters`` entry (the value coerced to the field's type)."""
+    fields = {f.name.lower(): f for f in issue_fields.fields_of(sb, repo.owner)}
+    wanted: list[tuple[int, str]] = []
+    for i, flt in enumerate(filters):
+        field = fields.get(str(flt.get("field_name", "")).lower())
+        if field is None:
+            raise ToolError(
+                f"invalid argument 'field_filters.{i}.field_name': {flt.get('field_name')!r} is not an issue field "
+                f"of {repo.owner} (one of: {', '.join(f.name for f in fields.values())})"
+            )
+        wanted.append((field.id, issue_fields.coerce(field, flt.get("value", ""))))
+    out = []
+    for issue in issues:
+        have = {f.id: v for f, v in issue_fields.values_of(sb, issue)}
+        if all(have.get(fid) == value for fid, value in wanted):
+            out.append(issue)
+    return out
 
 
 @tool("list_issues")
 def list_issues(sb: Sandbox, args: dict[str, Any]) -> object:
     repo = repo_of(sb, args)
-    if args.get("field_filters"):
+    filters = opt_list(args, "field_filters") or []
+    if filters and not issue_fields.fields_of(sb, repo.owner):
         raise ToolError("'field_filters' is not supported: the Nexus offline GitHub sandbox has no custom issue fields")
     if bool(args.get("orderBy")) != bool(args.get("direction")):
         raise ToolError("invalid arguments: 'orderBy' and 'direction' must be given together")
@@ -196,6 +227,8 @@ def list_issues(sb: Sandbox, args: dict[str, Any]) -> object:
     since = opt_str(args, "since")
     if since:
         issues = [i for i in issues if i.updated_at >= since]
+    if filters:
+        issues = _filter_by_fields(sb, repo, issues, filters)
     order_by = opt_str(args, "orderBy") or "CREATED_AT"
     key: dict[str, Callable[[Issue], Any]] = {
         "CREATED_AT": lambda i: (i.created_at, i.number),
@@ -239,8 +272,20 @@ def _closed_by_pulls(sb: Sandbox, repo: Repo, issue: Issue) -> dict[str, Any]:
 
 def _read_get(sb: Sandbox, repo: Repo, issue: Issue, args: dict[str, Any]) -> object:
     out = minimal_issue(sb, repo, issue)
-    out["has_parent"] = False
-    out["has_children"] = False
+    kind = issue_fields.type_of(sb, issue)
+    if kind is not None:
+        out["issue_type"] = kind.name
+    values = issue_fields.rest_values(sb, issue)
+    if values:
+        out["issue_field_values"] = values
+    parent = sub_issues.parent_of(sb, issue)
+    summary = sub_issues.summary(sb, issue)
+    out["has_parent"] = parent is not None
+    out["has_children"] = summary is not None
+    if parent is not None:
+        out["parent"] = sub_issues.issue_ref(*parent)
+    if summary is not None:
+        out["sub_issues_summary"] = summary
     out["closed_by_pull_requests"] = _closed_by_pulls(sb, repo, issue)
     return out
 
@@ -250,12 +295,14 @@ def _read_comments(sb: Sandbox, repo: Repo, issue: Issue, args: dict[str, Any]) 
 
 
 def _read_sub_issues(sb: Sandbox, repo: Repo, issue: Issue, args: dict[str, Any]) -> object:
-    # Sub-issues cannot be created in the sandbox (sub_issue_write is unsupported), so none exist.
-    return []
+    return [rest_issue(sb, r, i) for r, i in paginate(sub_issues.children(sb, issue), args)]
 
 
 def _read_parent(sb: Sandbox, repo: Repo, issue: Issue, args: dict[str, Any]) -> object:
-    raise ToolError(f"404 Not Found: {repo.full_name}#{issue.number} has no parent issue")
+    parent = sub_issues.parent_of(sb, issue)
+    if parent is None:
+        raise ToolError(f"404 Not Found: {repo.full_name}#{issue.number} has no parent issue")
+    return {"parent": sub_issues.issue_ref(*parent)}
 
 
 def _read_labels(sb: Sandbox, repo: Repo, issue: Issue, args: dict[str, Any]) -> object:
@@ -290,6 +337,7 @@ def _write_create(sb: Sandbox, repo: Repo, args: dict[str, Any]) -> object:
     issue = sb.store.create_issue(repo.id, title=title, body=opt_str(args, "body") or "", author=sb.me)
     sb.store.set_issue_labels(issue.id, _label_ids(sb, repo, opt_list(args, "labels") or []))
     sb.store.set_assignees(issue.id, assignees)
+    _type_and_fields(sb, repo, issue, args)
     if opt_str(args, "state") == "closed":
         set_state(sb, issue, "closed", opt_str(args, "state_reason"))
     return {"id": str(issue.id), "url": issue_html_url(repo, issue)}
@@ -313,6 +361,7 @@ def _write_update(sb: Sandbox, repo: Repo, args: dict[str, Any]) -> object:
         sb.store.set_issue_labels(issue.id, _label_ids(sb, repo, opt_list(args, "labels") or []))
     if args.get("assignees") is not None:
         sb.store.set_assignees(issue.id, _check_assignees(sb, opt_list(args, "assignees") or []))
+    _type_and_fields(sb, repo, issue, args)
     state, reason = opt_str(args, "state"), opt_str(args, "state_reason")
     if reason == "duplicate" and state == "closed":
         dup = opt_int(args, "duplicate_of")
@@ -337,7 +386,7 @@ _WRITERS: dict[str, Callable[[Sandbox, Repo, dict[str, Any]], object]] = {
 @tool("issue_write")
 def issue_write(sb: Sandbox, args: dict[str, Any]) -> object:
     repo = repo_of(sb, args)
-    _unsupported_fields(args)
+    _unsupported_fields(sb, repo, args)
     return _WRITERS[req_str(args, "method")](sb, repo, args)
 
 

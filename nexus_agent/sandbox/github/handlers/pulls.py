@@ -12,10 +12,11 @@ from typing import Any
 
 from nexus_agent.sandbox.github.context import API_ROOT, HTML_ROOT, Sandbox, ToolError
 from nexus_agent.sandbox.github.gitrepo import GitError, GitRepo
-from nexus_agent.sandbox.github.handlers import tool
+from nexus_agent.sandbox.github.handlers import actions, reviews, tool
 from nexus_agent.sandbox.github.handlers.common import (
+    diff_range,
     drop_empty,
-    get_issue,
+    get_pull,
     issue_html_url,
     minimal_comment,
     minimal_user,
@@ -30,23 +31,6 @@ from nexus_agent.sandbox.github.handlers.common import (
 from nexus_agent.sandbox.github.handlers.issues import closing_references, search, set_state
 from nexus_agent.sandbox.github.handlers.repos import file_json
 from nexus_agent.sandbox.github.store import Issue, NotFound, PullFields, Repo
-
-
-def _pull(sb: Sandbox, repo: Repo, number: int) -> tuple[Issue, PullFields]:
-    issue = get_issue(sb, repo, number, what="pull request")
-    if issue.pull is None:
-        raise ToolError(f"failed to get pull request: 404 Not Found: {repo.full_name}#{number} is an issue")
-    return issue, issue.pull
-
-
-def diff_range(git: GitRepo, issue: Issue, pull: PullFields) -> tuple[str, str]:
-    """(base, head) commits of the pull request's diff: live for open PRs, frozen once closed."""
-    if issue.state == "open":
-        head = git.branch_sha(pull.head_ref) or pull.head_sha
-        base_tip = git.branch_sha(pull.base_ref)
-        base = (git.merge_base(base_tip, head) if base_tip else None) or pull.merge_base_sha
-        return base, head
-    return pull.merge_base_sha, pull.head_sha
 
 
 def _branch_json(sb: Sandbox, repo: Repo, ref: str, sha: str) -> dict[str, Any]:
@@ -198,16 +182,11 @@ def _read_commits(sb: Sandbox, repo: Repo, issue: Issue, args: dict[str, Any]) -
 
 
 def _read_review_comments(sb: Sandbox, repo: Repo, issue: Issue, args: dict[str, Any]) -> object:
-    # Reviews cannot be written in the sandbox (pull_request_review_write is unsupported), so none exist.
-    return {
-        "reviewThreads": [],
-        "totalCount": 0,
-        "pageInfo": {"hasNextPage": False, "hasPreviousPage": False, "startCursor": "", "endCursor": ""},
-    }
+    return reviews.threads_json(sb, repo, issue, args)
 
 
 def _read_reviews(sb: Sandbox, repo: Repo, issue: Issue, args: dict[str, Any]) -> object:
-    return []
+    return reviews.reviews_json(sb, repo, issue, args)
 
 
 def _read_comments(sb: Sandbox, repo: Repo, issue: Issue, args: dict[str, Any]) -> object:
@@ -215,7 +194,9 @@ def _read_comments(sb: Sandbox, repo: Repo, issue: Issue, args: dict[str, Any]) 
 
 
 def _read_check_runs(sb: Sandbox, repo: Repo, issue: Issue, args: dict[str, Any]) -> object:
-    return {"total_count": 0, "check_runs": []}
+    assert issue.pull is not None
+    _, head = diff_range(sb.git(repo), issue, issue.pull)
+    return actions.check_runs(sb, repo, head)
 
 
 _READERS: dict[str, Callable[[Sandbox, Repo, Issue, dict[str, Any]], object]] = {
@@ -234,7 +215,7 @@ _READERS: dict[str, Callable[[Sandbox, Repo, Issue, dict[str, Any]], object]] = 
 @tool("pull_request_read")
 def pull_request_read(sb: Sandbox, args: dict[str, Any]) -> object:
     repo = repo_of(sb, args)
-    issue, _ = _pull(sb, repo, req_int(args, "pullNumber"))
+    issue, _ = get_pull(sb, repo, req_int(args, "pullNumber"))
     return _READERS[req_str(args, "method")](sb, repo, issue, args)
 
 
@@ -268,8 +249,10 @@ def open_pull(
     draft: bool = False,
     reviewers: list[str] | None = None,
     maintainer_can_modify: bool = False,
+    number: int | None = None,
 ) -> Issue:
-    """Open a pull request ``head`` -> ``base`` (same repository); shared by the tool and the seed."""
+    """Open a pull request ``head`` -> ``base`` (same repository); shared by the tool, the seed and worlds
+    (``number``: a world's explicit number, else the next free one)."""
     git = sb.git(repo)
     owner, sep, branch = head.rpartition(":")
     if sep and owner.lower() != repo.owner.lower():
@@ -284,7 +267,7 @@ def open_pull(
     for other in sb.store.issues(repo.id, pulls=True):
         if other.state == "open" and other.pull and (other.pull.head_ref, other.pull.base_ref) == (branch, base):
             raise ToolError(f"422 Validation Failed: A pull request already exists for {repo.owner}:{branch}.")
-    issue = sb.store.create_issue(repo.id, title=title, body=body, author=author, pull=True)
+    issue = sb.store.create_issue(repo.id, title=title, body=body, author=author, pull=True, number=number)
     sb.store.add_pull(
         issue.id,
         head_ref=branch,
@@ -319,7 +302,7 @@ def create_pull_request(sb: Sandbox, args: dict[str, Any]) -> object:
 @tool("update_pull_request")
 def update_pull_request(sb: Sandbox, args: dict[str, Any]) -> object:
     repo = repo_of(sb, args)
-    issue, pull = _pull(sb, repo, req_int(args, "pullNumber"))
+    issue, pull = get_pull(sb, repo, req_int(args, "pullNumber"))
     git = sb.git(repo)
     values: dict[str, object] = {}
     for key in ("title", "body"):
@@ -347,13 +330,13 @@ def update_pull_request(sb: Sandbox, args: dict[str, Any]) -> object:
         if pull.merged:
             raise ToolError(f"422 Validation Failed: pull request #{issue.number} is merged")
         if state == "closed":
-            _freeze(sb, git, issue, pull)
+            freeze_pull(sb, git, issue, pull)
         set_state(sb, sb.store.issue(repo.id, issue.number), state, None)
     issue = sb.store.issue(repo.id, issue.number)
     return {"id": str(issue.id), "url": issue_html_url(repo, issue)}
 
 
-def _freeze(sb: Sandbox, git: GitRepo, issue: Issue, pull: PullFields) -> None:
+def freeze_pull(sb: Sandbox, git: GitRepo, issue: Issue, pull: PullFields) -> None:
     """Record the head and merge base at closing time, so the closed PR's diff stays stable."""
     base, head = diff_range(git, issue, pull)
     sb.store.update_pull(issue.id, head_sha=head, merge_base_sha=base)
@@ -361,7 +344,7 @@ def _freeze(sb: Sandbox, git: GitRepo, issue: Issue, pull: PullFields) -> None:
 
 def merge_pull(sb: Sandbox, repo: Repo, number: int, method: str, title: str | None, message: str | None) -> str:
     """Merge pull request ``number`` into its base branch; return the new base tip SHA."""
-    issue, pull = _pull(sb, repo, number)
+    issue, pull = get_pull(sb, repo, number)
     if pull.merged:
         raise ToolError(f"405 Method Not Allowed: pull request #{number} is already merged")
     if issue.state != "open":
@@ -444,7 +427,7 @@ def merge_pull_request(sb: Sandbox, args: dict[str, Any]) -> object:
 def update_pull_request_branch(sb: Sandbox, args: dict[str, Any]) -> object:
     repo = repo_of(sb, args)
     number = req_int(args, "pullNumber")
-    issue, pull = _pull(sb, repo, number)
+    issue, pull = get_pull(sb, repo, number)
     if issue.state != "open":
         raise ToolError(f"422 Unprocessable Entity: pull request #{number} is not open")
     git = sb.git(repo)

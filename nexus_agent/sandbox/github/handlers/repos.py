@@ -73,8 +73,9 @@ def create_repo(
     language: str = "",
     topics: tuple[str, ...] = (),
     stars: int = 0,
+    default_branch: str = "main",
 ) -> tuple[Repo, GitRepo]:
-    """A database row plus an empty bare git repository whose default branch is ``main``."""
+    """A database row plus an empty bare git repository whose default branch is ``default_branch``."""
     if not _REPO_NAME.match(name):
         raise ToolError(f"invalid argument 'name': {name!r} is not a valid repository name")
     if sb.store.find_user(owner) is None:
@@ -86,7 +87,14 @@ def create_repo(
     else:
         raise ToolError(f"422 Unprocessable Entity: repository {owner}/{name} already exists")
     repo = sb.store.add_repo(
-        owner, name, description=description, private=private, language=language, topics=topics, stars=stars
+        owner,
+        name,
+        description=description,
+        private=private,
+        language=language,
+        topics=topics,
+        stars=stars,
+        default_branch=default_branch,
     )
     git = GitRepo.init_bare(sb.repo_path(owner, name), repo.default_branch)
     return repo, git
@@ -631,3 +639,109 @@ def search_commits(sb: Sandbox, args: dict[str, Any]) -> object:
         for repo, c in paginate(found, args)
     ]
     return {"total_count": len(found), "incomplete_results": False, "items": items}
+
+
+# -- deleting ---------------------------------------------------------------------------------------
+
+# What belongs to an issue or pull request (by issue id) and to a repository (by repository id), for a deletion.
+_ISSUE_TABLES = (
+    ("comments", "issue_id"),
+    ("reactions", "issue_id"),
+    ("issue_labels", "issue_id"),
+    ("issue_assignees", "issue_id"),
+    ("pulls", "issue_id"),
+    ("pull_reviewers", "issue_id"),
+    ("sub_issues", "parent_id"),
+    ("sub_issues", "child_id"),
+    ("issue_type_of", "issue_id"),
+    ("issue_field_values", "issue_id"),
+    ("copilot_tasks", "issue_id"),
+    ("reviews", "issue_id"),
+    ("review_threads", "issue_id"),
+)
+_REPO_TABLES = (
+    "labels",
+    "releases",
+    "collaborators",
+    "stars",
+    "repo_subscriptions",
+    "repo_settings",
+    "discussion_categories",
+    "workflows",
+    "workflow_runs",
+    "notifications",
+    "code_scanning_alerts",
+    "dependabot_alerts",
+    "secret_scanning_alerts",
+    "code_quality_findings",
+    "advisories",
+    "issues",
+)
+
+
+def purge_repo(sb: Sandbox, repo: Repo) -> None:
+    """Delete ``repo``'s rows everywhere and its git repository. Forks stay, detached, as on GitHub."""
+    st = sb.store
+    ids = f"SELECT id FROM issues WHERE repo_id = {int(repo.id)}"
+    st.execute(
+        f"DELETE FROM review_comment_reactions WHERE comment_id IN (SELECT c.id FROM review_comments c "
+        f"JOIN review_threads t ON t.id = c.thread_id WHERE t.issue_id IN ({ids}))"
+    )
+    st.execute(
+        f"DELETE FROM review_comments WHERE thread_id IN (SELECT id FROM review_threads WHERE issue_id IN ({ids}))"
+    )
+    st.execute(
+        f"DELETE FROM project_item_values WHERE item_id IN (SELECT id FROM project_items WHERE issue_id IN ({ids}))"
+    )
+    st.execute(f"DELETE FROM project_items WHERE issue_id IN ({ids})")
+    st.execute(f"DELETE FROM copilot_tasks WHERE pull_issue_id IN ({ids})")
+    for table, column in _ISSUE_TABLES:
+        st.execute(f"DELETE FROM {table} WHERE {column} IN ({ids})")
+    runs = f"SELECT id FROM workflow_runs WHERE repo_id = {int(repo.id)}"
+    st.execute(f"DELETE FROM workflow_jobs WHERE run_id IN ({runs})")
+    st.execute(f"DELETE FROM workflow_artifacts WHERE run_id IN ({runs})")
+    st.execute(
+        "DELETE FROM discussion_comments WHERE discussion_id IN (SELECT id FROM discussions WHERE repo_id = ?)",
+        (repo.id,),
+    )
+    st.execute("DELETE FROM discussions WHERE repo_id = ?", (repo.id,))
+    st.execute(
+        "DELETE FROM thread_subscriptions WHERE notification_id IN (SELECT id FROM notifications WHERE repo_id = ?)",
+        (repo.id,),
+    )
+    for table in _REPO_TABLES:
+        st.execute(f"DELETE FROM {table} WHERE repo_id = ?", (repo.id,))
+    st.execute("UPDATE repos SET fork_of = NULL WHERE fork_of = ?", (repo.id,))
+    st.execute("DELETE FROM repos WHERE id = ?", (repo.id,))
+
+
+def is_admin_of(sb: Sandbox, repo: Repo) -> bool:
+    """The authenticated user owns the repository, administers its organisation, or is an admin collaborator."""
+    if repo.owner.lower() == sb.me.lower():
+        return True
+    row = sb.store.row(
+        "SELECT 1 FROM org_members m JOIN users o ON o.id = m.org_id JOIN users u ON u.id = m.user_id "
+        "WHERE o.login = ? AND u.login = ? AND m.role = 'admin'",
+        (repo.owner, sb.me),
+    )
+    direct = sb.store.row(
+        "SELECT 1 FROM collaborators WHERE repo_id = ? AND login = ? AND permission = 'admin'", (repo.id, sb.me)
+    )
+    return row is not None or direct is not None
+
+
+@tool("delete_repository")
+def delete_repository(sb: Sandbox, args: dict[str, Any]) -> object:
+    # The real server first asks the user to type the repository's name (an elicitation); here the MCP client's own
+    # confirmation of a destructive tool stands in for it, and the call deletes.
+    repo = repo_of(sb, args)
+    if not visible(sb, repo):
+        raise ToolError(f"failed to delete repository: {repo.full_name}: 404 Not Found")
+    if not is_admin_of(sb, repo):
+        raise ToolError(
+            f"failed to delete repository: {repo.full_name}: 403 Forbidden: Must have admin rights to Repository."
+        )
+    purge_repo(sb, repo)
+    # Last: the database rows go with the call's transaction; the git directory cannot be rolled back.
+    sb.git(repo).remove()
+    return f"Repository {repo.full_name} was deleted."

@@ -1,0 +1,79 @@
+"""The user's request, parsed once, on arrival: the turn's every step reads this object (its words, numbers,
+quoted values, the repositories and objects it names, whether it asks for a change or a question), not the raw
+string again.
+
+Before, the view, the grounding rules (seven times in one turn), the policy and the loop each split the string into
+words and searched it with their own patterns. Functions that take a request accept the raw string too
+(:meth:`Request.of`), for callers outside a turn (evaluation, tests); inside a turn they get the parsed object.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from nexus_agent.routing.followup import asks_for_change, steps_named
+from nexus_agent.routing.query import is_question
+from nexus_agent.signature import FILLER, words
+
+_REPO = re.compile(r"[\w.-]+/[\w.-]+")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?![\w])")
+_REF = re.compile(r"(?<![\w&])#(\d+)\b")
+_QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’")
+# a request for the whole output rather than the fields it names (the answer view)
+_DETAIL = re.compile(
+    r"\b(details?|detailed|in full|full (?:text|output|content|body|description|list)|everything|"
+    r"all (?:the )?(?:fields|information|info|data)|raw|verbatim|whole)\b",
+    re.I,
+)
+# words a request names any object with, so they tell no object from another ("the bug about …", "that issue")
+GENERIC = frozenset({"issue", "issues", "pr", "prs", "pull", "request", "bug", "about", "please", "can", "you"})
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request as the turn reads it (see module docstring). Fields are derived from ``text`` by :meth:`parse`;
+    the slower ones (a date in the words) when first read."""
+
+    text: str
+    words: frozenset[str] = field(default_factory=frozenset)  # signature.words of the text
+    repos: tuple[str, ...] = ()  # "owner/repo" as written
+    numbers: tuple[str, ...] = ()  # standalone integers as written ("issue 7", "#12", "2026")
+    refs: tuple[str, ...] = ()  # the numbers written as "#N"
+    quoted: tuple[str, ...] = ()  # values in quotes: a comment's text, a title
+    question: bool = False  # asks to be told something (routing.query.is_question)
+    change: bool = False  # asks for something to be changed (routing.followup.asks_for_change)
+    steps: int = 0  # changes and checks it names (routing.followup.steps_named)
+    detail: bool = False  # asks for the whole output
+
+    @classmethod
+    def parse(cls, text: str) -> Request:
+        return cls(
+            text=text,
+            words=frozenset(words(text)),
+            repos=tuple(_REPO.findall(text)),
+            numbers=tuple(_NUMBER.findall(text)),
+            refs=tuple(_REF.findall(text)),
+            quoted=tuple(next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)),
+            question=is_question(text),
+            change=asks_for_change(text),
+            steps=steps_named(text),
+            detail=bool(_DETAIL.search(text)),
+        )
+
+    @staticmethod
+    def of(request: Request | str) -> Request:
+        """``request`` as a parsed request (parsed now when it is still the raw string)."""
+        return request if isinstance(request, Request) else Request.parse(request)
+
+    @cached_property
+    def describing(self) -> frozenset[str]:
+        """The words that describe the object the request is about: its words of 3 letters or more, less filler,
+        the words any object is named with (``GENERIC``) and the words of the repositories it names (every row of
+        a repository's search has them)."""
+        scope = {w for ref in self.repos for w in words(ref)}
+        return frozenset({w for w in self.words if len(w) > 2} - FILLER - GENERIC - scope)
+
+    def __str__(self) -> str:
+        return self.text

@@ -1,0 +1,69 @@
+"""Retrieval over a session's examples: the ones closest to a request, for a tool (and one operation of a
+consolidated tool), or among the multi-step examples of a server.
+
+Requests are compared as queries (both sides with the embedder's query prefix: an example's request is a request
+like the user's), through the index's embedding memo, so an example is embedded once per process.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+
+from nexus_agent.examples import Example, ExampleSet, Usage
+from nexus_agent.routing.index import F32, EmbeddingCache
+
+
+class ExampleIndex:
+    """The closest examples to a request by cosine of the requests' embeddings (unit vectors, so a dot product)."""
+
+    def __init__(self, examples: ExampleSet, cache: EmbeddingCache) -> None:
+        self.examples = examples
+        self.cache = cache
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def _rank(self, qvec: F32 | None, requests: Sequence[str]) -> list[int]:
+        """Indices of ``requests``, closest to ``qvec`` first (stable: a tie keeps the bank's order; without a
+        vector, the bank's order)."""
+        if qvec is None or not requests:
+            return list(range(len(requests)))
+        sims = self.cache.queries(list(requests)) @ qvec
+        return [int(i) for i in np.argsort(-sims, kind="stable")]
+
+    def closest(
+        self, qvec: F32 | None, qualified: str, operation: str | None = None, k: int = 3, alone: bool = True
+    ) -> list[Usage]:
+        """Up to ``k`` calls of ``qualified`` (of ``operation`` when given), closest first; ``alone``: only
+        examples that make this one call (their request asks for nothing else). Examples without a request
+        (arguments only, from a tool's ``_meta``) come after the others."""
+        rows = [u for u in self.examples.usages(qualified, operation) if u.alone or not alone]
+        with_request = [u for u in rows if u.request]
+        order = self._rank(qvec, [u.request for u in with_request])
+        ranked = [with_request[i] for i in order] + [u for u in rows if not u.request]
+        return _distinct(ranked)[:k]
+
+    def fixed(self, qualified: str, operation: str | None = None, k: int = 5) -> list[Usage]:
+        """The static examples of a tool (and operation): :meth:`ExampleSet.diverse`, the same whatever the
+        request, so their tokens, and their KV, never change."""
+        return self.examples.diverse(qualified, operation, k)
+
+    def multi_step(self, qvec: F32 | None, server: str, k: int = 2) -> list[Example]:
+        """Up to ``k`` multi-step examples of ``server``, closest to the request first."""
+        rows = self.examples.multi_step(server)
+        return [rows[i] for i in self._rank(qvec, [ex.request for ex in rows])][:k]
+
+
+def _distinct(rows: list[Usage]) -> list[Usage]:
+    """One usage per example and arguments (a shipped and a user's copy of one example count once)."""
+    seen: set[str] = set()
+    out = []
+    for u in rows:
+        key = f"{u.request}\x00{json.dumps(u.arguments, sort_keys=True)}"
+        if key not in seen:
+            seen.add(key)
+            out.append(u)
+    return out

@@ -1,0 +1,55 @@
+"""A write acts on an object an earlier read returned only when the request describes that object (issue 54): a
+single object is checked like the one row of a list, a number parameter takes a number, not an id."""
+
+from __future__ import annotations
+
+import json
+
+from nexus_agent.agent.grounding import described_row, result_identifiers, ungrounded_identifiers
+from nexus_agent.registry import Tool
+
+COMMENT = Tool(
+    "github",
+    "add_issue_comment",
+    "Add a comment.",
+    {
+        "type": "object",
+        "properties": {"owner": {"type": "string"}, "repo": {"type": "string"}, "issue_number": {"type": "number"}},
+        "required": ["owner", "repo", "issue_number"],
+    },
+)
+READ_ONE = json.dumps({"number": 1, "id": 101, "title": "Login fails after password reset"})
+ONE_ROW = json.dumps({"total_count": 1, "items": [{"number": 4, "id": 104, "title": "Dark mode toggle flickers"}]})
+
+
+def test_a_single_object_counts_only_when_the_request_describes_it() -> None:
+    about_dark = "close the acme/api issue about dark mode"
+    # an issue read by a number nobody gave is not the issue the request is about
+    assert result_identifiers([READ_ONE], about_dark) == set()
+    assert ungrounded_identifiers(
+        COMMENT, {"owner": "acme", "repo": "api", "issue_number": 1}, about_dark, (), [READ_ONE]
+    )
+    # the same object, described: its number is given
+    about_login = "comment on the acme/api issue about the login failing after a password reset"
+    assert "1" in result_identifiers([READ_ONE], about_login)
+    # the one row of a search: the same rule
+    assert result_identifiers([ONE_ROW], "close the issue about the flickering dark mode toggle") >= {"4"}
+    assert result_identifiers([ONE_ROW], "close the issue about slow exports") == set()
+    # with no request (a caller that only asks what a read pinned down), the one object is pinned down as before
+    assert result_identifiers([READ_ONE]) == {"1", "101"}
+    # an object with nothing to tell it by (no title, no name) was pinned down by the read itself
+    assert result_identifiers([json.dumps({"sha": "abc", "id": 9})], about_dark) == {"9"}
+
+
+def test_a_number_parameter_takes_a_number_not_an_id() -> None:
+    request = "comment on the issue about the flickering dark mode toggle in acme/web"
+    args = {"owner": "acme", "repo": "web"}
+    assert ungrounded_identifiers(COMMENT, {**args, "issue_number": 4}, request, (), [ONE_ROW]) == {}
+    assert ungrounded_identifiers(COMMENT, {**args, "issue_number": 104}, request, (), [ONE_ROW]) == {
+        "issue_number": 104
+    }
+
+
+def test_a_plural_in_the_request_describes_a_singular_title() -> None:
+    rows = [{"title": "Per-schedule timezone support"}, {"title": "Retry storms"}]
+    assert described_row(rows, "close the issue about per-schedule timezones") == rows[0]

@@ -1,0 +1,144 @@
+"""A consolidated tool's operations as choices of their own, the fixed and the closest examples, the argument
+grammar fixing a chosen operation, and which failed calls a rewrite can repair."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from nexus_agent.agent.args import example_turns, with_operation
+from nexus_agent.agent.schema import constraint_for, validate
+from nexus_agent.agent.turn import repairable
+from nexus_agent.examples import Example, ExampleSet
+from nexus_agent.examples.operations import operation_descriptions, operation_tools
+from nexus_agent.registry import Tool, split_key
+from nexus_agent.routing.examples import ExampleIndex
+from nexus_agent.routing.index import EmbeddingCache
+
+WRITE = Tool(
+    "tracker",
+    "ticket_write",
+    "Create or update a ticket.",
+    {
+        "type": "object",
+        "properties": {
+            "method": {
+                "type": "string",
+                "enum": ["create", "update"],
+                "description": (
+                    "Options are:\n- 'create' - creates a new ticket.\n- 'update' - updates an existing one."
+                ),
+            },
+            "id": {"type": "number"},
+            "state": {"type": "string", "enum": ["open", "closed"]},
+            "title": {"type": "string"},
+        },
+        "required": ["method"],
+    },
+)
+
+
+def _ex(request: str, **args: object) -> Example:
+    return Example(request=request, calls=[{"tool": "ticket_write", "arguments": args}], server="tracker")
+
+
+BANK = ExampleSet(
+    [
+        _ex("close ticket 4", method="update", id=4, state="closed"),
+        _ex("shut ticket 5 please", method="update", id=5, state="closed"),
+        _ex("reopen ticket 6", method="update", id=6, state="open"),
+        _ex("rename ticket 7 to Slow login", method="update", id=7, title="Slow login"),
+        _ex("new ticket: Broken footer", method="create", title="Broken footer"),
+    ],
+    {WRITE.qualified_name: WRITE},
+)
+
+
+def test_each_operation_is_a_tool_of_its_own_described_by_its_examples() -> None:
+    assert WRITE.operation_param == "method" and WRITE.operations() == ["create", "update"]
+    assert operation_descriptions(WRITE) == {"create": "creates a new ticket.", "update": "updates an existing one."}
+    create, update = operation_tools(WRITE, BANK)
+    assert (update.key, update.label, update.qualified_name) == (
+        "tracker__ticket_write#update",
+        "ticket_write.update",
+        "tracker__ticket_write",
+    )
+    assert split_key(update.key) == ("tracker__ticket_write", "update") and split_key("a__b") == ("a__b", None)
+    assert update.input_schema["properties"]["method"]["enum"] == ["update"]
+    # what its calls set, then the first examples of different kinds: closing, then renaming (another field), not
+    # two closes
+    assert update.description.startswith(
+        'updates an existing one (sets state, title), as in "close ticket 4"; "rename ticket 7 to Slow login"'
+    )
+    assert '"new ticket: Broken footer"' in create.description
+    plain = Tool("tracker", "list_tickets", "List tickets.", {"type": "object", "properties": {}})
+    assert operation_tools(plain, BANK) == [plain]
+
+
+def test_the_fixed_examples_show_one_of_each_kind_first() -> None:
+    idx = ExampleIndex(BANK, EmbeddingCache(_Words()))
+    fixed = [u.request for u in idx.fixed(WRITE.qualified_name, "update", k=3)]
+    assert fixed == ["close ticket 4", "rename ticket 7 to Slow login", "reopen ticket 6"]
+    assert [u.request for u in idx.fixed(WRITE.qualified_name, "create")] == ["new ticket: Broken footer"]
+    # the closest: by the requests' embeddings
+    qvec = _Words().embed_queries(["please shut ticket 9"])[0]
+    assert idx.closest(qvec, WRITE.qualified_name, "update", k=1)[0].request == "shut ticket 5 please"
+
+
+def test_a_fixed_operation_is_all_the_grammar_and_the_schema_allow() -> None:
+    tool = with_operation(WRITE, "update")
+    assert tool.input_schema["properties"]["method"]["enum"] == ["update"]
+    assert validate(tool, {"method": "create"}) is not None and validate(tool, {"method": "update"}) is None
+    assert '"\\"update\\""' in constraint_for(tool).gbnf and "create" not in constraint_for(tool).gbnf
+    assert with_operation(WRITE, None) is WRITE and with_operation(WRITE, "delete") is WRITE
+    turns = example_turns(WRITE, BANK.diverse(WRITE.qualified_name, "update", 1))
+    assert turns[0]["content"].startswith("close ticket 4\n\n---\n") and json.loads(turns[1]["content"])["id"] == 4
+
+
+def test_which_failures_a_rewrite_can_repair() -> None:
+    assert repairable("invalid arguments for ticket_write: argument 'state': 'shut' is not one of", WRITE)
+    assert repairable("422 Validation Failed: title is too long", WRITE)  # names a parameter
+    assert not repairable("Validation Failed: issue 2 is locked", WRITE)  # names nothing the arguments can change
+    assert repairable("missing required argument 'id'", WRITE)
+    assert not repairable("404 Not Found: ticket 99 does not exist", WRITE)
+    assert not repairable("the server is busy, try later", WRITE)
+
+
+class _Words:
+    """A bag-of-words embedder (no model): enough to order requests by shared words."""
+
+    dim = 64
+    index_synthetic = True
+
+    def fingerprint(self) -> str:
+        return "words-test"
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self._embed(texts)
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        return self._embed(texts)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in t.lower().split():
+                out[i, sum(map(ord, w)) % self.dim] += 1
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+
+def test_bench_identifier_hint(tmp_path: Path) -> None:
+    """bench/examples.py's ceiling writes the number of the object each write acts on into the request."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from examples import identifier_given
+
+    from nexus_agent.evaluation.multistep import load_tasks
+
+    task = next(t for t in load_tasks() if t.id == "gh-close-mobile-login")
+    assert identifier_given(task).request.endswith("(that is issue #1)")
+    pr = next(t for t in load_tasks() if t.id == "gh-ready-dark-mode")
+    assert identifier_given(pr).request.endswith("(that is pull request #2)")
