@@ -103,6 +103,9 @@ class _Route:
     def warm(self) -> None:
         pass
 
+    def examples_for(self, query: str, tool: str, operation: str | None, uses: Any) -> list[Any]:
+        return []
+
     def after_turn(self) -> None:
         pass
 
