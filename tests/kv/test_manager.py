@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from nexus_agent.agent.history import Call, Conversation, Turn
 from nexus_agent.agent.prompts import SYSTEM_MAIN
-from nexus_agent.agent.turn import mark_trace
+from nexus_agent.agent.turn import mark_trace, next_heads
 from nexus_agent.backend.local import LocalBackend
 from nexus_agent.backend.segmenting import segment
 from nexus_agent.engine import Engine, EngineConfig
@@ -178,6 +179,41 @@ def test_with_flash_attention_attention_scorers_decline_and_keydiff_scores(caplo
         eng.close()
     with pytest.raises(ValueError, match="flash attention"):
         Engine(EngineConfig(model="tiny-qwen2", n_batch=64, kv_budget=BUDGET, evict="nexus", flash_attn=True))
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_with_flash_attention_every_scorer_that_reads_attention_declines_and_the_others_stay(policy: str) -> None:
+    eng = _engine(policy, flash=True)
+    try:
+        assert eng.budget is not None and eng.observer is None
+        declined = [n for n in eng.notices if "flash attention" in n]
+        if POLICIES[policy].needs_attention:
+            assert eng.budget.policy == "keydiff"
+            assert declined == [
+                f"the {policy} scorer needs attention scores, which flash attention does not expose; the KV memory "
+                "scores with keydiff (keys only) instead"
+            ]
+        else:
+            assert eng.budget.policy == policy and declined == []
+    finally:
+        eng.close()
+
+
+def test_without_a_budget_the_prompt_reads_nothing_the_trace_keeps() -> None:
+    """The window (the prompt history with no budget) and the heads prefilled between turns are the same whether or
+    not the history holds each call's whole output and a recalled note, which only the trace reads."""
+    rng = np.random.default_rng(0)
+    kept = Conversation([_turn(t, rng) for t in range(1, 7)])
+    kept.turns[-1].recalled = "(Recalled from earlier in this conversation; it had left memory:) #100"
+    bare = Conversation(
+        [
+            replace(t, tool_output="", recalled="", earlier=[replace(c, output="") for c in t.earlier])
+            for t in kept.turns
+        ]
+    )
+    assert kept.window(4) == bare.window(4)
+    assert next_heads(kept, MAIN, 4, full_trace=False) == next_heads(bare, MAIN, 4, full_trace=False)
+    assert kept.trace() != bare.trace(), "the trace should read the outputs, or this test checks nothing"
 
 
 def test_without_a_budget_segments_change_nothing_bit_for_bit() -> None:
