@@ -3,6 +3,10 @@ loads."""
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
@@ -102,3 +106,19 @@ def test_a_budget_smaller_than_the_pins_at_start_is_refused_with_the_minimum() -
         assert agent.engine is not None and agent.engine.budget is not None and agent.engine.budget.manager
     finally:
         agent._close_engine()
+
+
+def test_the_cli_stops_at_start_on_a_budget_smaller_than_the_pins_and_names_the_minimum(tmp_path: Path) -> None:
+    from nexus_agent.sandbox.github import sandbox_mcp_config
+
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps(sandbox_mcp_config(tmp_path / "gh")))
+    if not app.registered_commands:
+        _register_all()
+    args = ["run", "--config", str(config), "--model", "tiny-qwen2", "--n-ctx", "4096", "--no-head-cache", "-p", "hi"]
+    res = CliRunner().invoke(app, [*args, "--kv-budget", "130"])
+    said = " ".join(res.output.split())  # the console wraps long lines
+    assert res.exit_code == 2, said
+    need = re.search(r"smaller than the pins at start: .* give at least (\d+)", said)
+    assert need is not None, said
+    assert int(need.group(1)) > 130
