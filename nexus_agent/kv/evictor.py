@@ -23,12 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from nexus_agent.kv.attention import F32, read_cache
+from nexus_agent.kv.attention import F32, CacheView, read_cache
 from nexus_agent.kv.budget import EvictionStep, LaneKV
 from nexus_agent.kv.memory import MemoryState
 from nexus_agent.kv.observe import AttentionObserver, AttnShape
 from nexus_agent.kv.policies import make_policy
-from nexus_agent.kv.policies.base import Continuations, Observation, Rebuilt
+from nexus_agent.kv.policies.base import Continuations, Observation, Policy, Rebuilt
 from nexus_agent.kv.select import select_blocks
 from nexus_agent.llm.context import LlamaContext
 from nexus_agent.llm.model import LlamaModel
@@ -269,29 +269,9 @@ class Evictor:
             mem.assign(turn, {}, n_tok, 0.0)
             return
         policy = make_policy(policy_name or kv.budget.policy, kv.budget.seed + turn)
-        cache = read_cache(self.ctx, slot, self.shape, values=policy.needs_values)
-        if cache.n != kv.cells:
-            raise RuntimeError(f"lane {lane}: the lane's record says {kv.cells} cells, its sequence holds {cache.n}")
-        q, qpos = kv.ring.rows()
-        lookahead = None
-        if policy.needs_lookahead and self.observer is not None:
-            lookahead = EngineLookahead(self.ctx, self.observer, slot, self.temp_seqs, kv.tokens[-1], kv.next_pos - 1)
-        rebuild = None
-        if policy.needs_reconstruction and self.observer is not None:
-            target = [kv.tokens[i] for u in us for i in range(u.start, u.end) if kv.pos[i] >= 0]
-            rebuild = EngineReconstruction(
-                self.ctx, self.observer, slot, self.temp_seqs[0], self.repeat_prompt(), target, kv.next_pos
-            )
-        obs = Observation(
-            cache=cache,
-            q=q,
-            qpos=qpos,
-            forced=np.zeros(cache.n, bool),
-            block=1,
-            lookahead=lookahead,
-            gram=self.gram if policy.needs_values else None,
-            reconstruction=rebuild,
-        )
+        cache = self._read(kv, slot, lane, policy)
+        target = [kv.tokens[i] for u in us for i in range(u.start, u.end) if kv.pos[i] >= 0]
+        obs = self._observation(kv, slot, policy, cache, np.zeros(cache.n, bool), 1, target)
         pri = policy.priority(obs)
         live = [i for i, p in enumerate(kv.pos) if p >= 0]
         wanted = {i for u in us for i in range(u.start, u.end)}
@@ -304,6 +284,47 @@ class Evictor:
         if self._repeat is None:
             self._repeat = self.model.tokenize(REPEAT)
         return self._repeat
+
+    def _read(self, kv: LaneKV, slot: int, lane: int, policy: Policy) -> CacheView:
+        """The lane's cells (K, and V when ``policy`` reads them), checked against the lane's record."""
+        cache = read_cache(self.ctx, slot, self.shape, values=policy.needs_values)
+        if cache.n != kv.cells:
+            raise RuntimeError(f"lane {lane}: the lane's record says {kv.cells} cells, its sequence holds {cache.n}")
+        return cache
+
+    def _observation(
+        self,
+        kv: LaneKV,
+        slot: int,
+        policy: Policy,
+        cache: CacheView,
+        forced: npt.NDArray[np.bool_],
+        block: int,
+        rebuilt: list[int],
+    ) -> Observation:
+        """What ``policy`` scores: the lane's cells and last query rows, and what else it asks for (LORE's lookahead
+        from the lane's last token, KVzip's reconstruction of the tokens ``rebuilt``, W_O)."""
+        q, qpos = kv.ring.rows()
+        lookahead = rebuild = None
+        if cache.n and self.observer is not None:
+            if policy.needs_lookahead:
+                last = kv.tokens[-1]
+                lookahead = EngineLookahead(self.ctx, self.observer, slot, self.temp_seqs, last, kv.next_pos - 1)
+            if policy.needs_reconstruction:
+                prompt = self.repeat_prompt()
+                rebuild = EngineReconstruction(
+                    self.ctx, self.observer, slot, self.temp_seqs[0], prompt, rebuilt, kv.next_pos
+                )
+        return Observation(
+            cache=cache,
+            q=q,
+            qpos=qpos,
+            forced=forced,
+            block=block,
+            lookahead=lookahead,
+            gram=self.gram if policy.needs_values else None,
+            reconstruction=rebuild,
+        )
 
     def evict_managed(
         self,
@@ -330,10 +351,7 @@ class Evictor:
             forced[(pos >= p0) & (pos < p1)] = True
         keep, dropped = mem.plan(kv.pos, forced, n - target)
         t1 = time.perf_counter()
-        self._drop_and_compact(slot, pos, keep)
-        new_pos = {int(p): i for i, p in enumerate(pos[keep])}
-        kv.remap([new_pos.get(p, -1) if p >= 0 else -1 for p in kv.pos])
-        kv.ring.clear()
+        self._drop(kv, slot, pos, keep)
         t2 = time.perf_counter()
         step = EvictionStep(
             lane=lane,
@@ -366,10 +384,8 @@ class Evictor:
         t0 = time.perf_counter()
         b = kv.budget
         policy = kv.policy
-        cache = read_cache(self.ctx, slot, self.shape, values=policy.needs_values)
+        cache = self._read(kv, slot, lane, policy)
         n = cache.n
-        if n != kv.cells:
-            raise RuntimeError(f"lane {lane}: the lane's record says {kv.cells} cells, its sequence holds {n}")
         nk = -(-n // b.block)
         cell_block = np.arange(n) // b.block
         forced = np.zeros(nk, bool)
@@ -377,28 +393,11 @@ class Evictor:
         forced[cell_block[max(0, n - b.recent) :]] = True
         for p0, p1 in protected:
             forced[cell_block[(cache.pos >= p0) & (cache.pos < p1)]] = True
-        q, qpos = kv.ring.rows()
         if policy.needs_attention and self.observer is None:
             raise ValueError(f"the raw {policy.name} policy reads attention, which this engine does not observe")
-        lookahead = None
-        if policy.needs_lookahead and n and self.observer is not None:
-            lookahead = EngineLookahead(self.ctx, self.observer, slot, self.temp_seqs, kv.tokens[-1], kv.next_pos - 1)
-        rebuild = None
-        if policy.needs_reconstruction and n and self.observer is not None:
-            since = [t for t, p in zip(kv.tokens[kv.mark :], kv.pos[kv.mark :], strict=True) if p >= 0]
-            rebuild = EngineReconstruction(
-                self.ctx, self.observer, slot, self.temp_seqs[0], self.repeat_prompt(), since, kv.next_pos
-            )
-        obs = Observation(
-            cache=cache,
-            q=q,
-            qpos=qpos,
-            forced=forced,
-            block=b.block,
-            lookahead=lookahead,
-            gram=self.gram if policy.needs_values else None,
-            reconstruction=rebuild,
-        )
+        # KVzip's pass reconstructs what was decoded since the last step
+        since = [t for t, p in zip(kv.tokens[kv.mark :], kv.pos[kv.mark :], strict=True) if p >= 0]
+        obs = self._observation(kv, slot, policy, cache, forced, b.block, since if policy.needs_reconstruction else [])
         if not policy.needs_values:
             obs.attention(policy.window)  # computed here so that observe_ms holds it
         t2 = time.perf_counter()
@@ -407,11 +406,8 @@ class Evictor:
         keep_block = np.zeros(nk, bool)
         keep_block[kept] = True
         kept_cells = keep_block[cell_block]
-        self._drop_and_compact(slot, cache.pos, kept_cells)
+        self._drop(kv, slot, cache.pos, kept_cells)
         policy.evicted(kept_cells)
-        new_pos = {int(p): i for i, p in enumerate(cache.pos[kept_cells])}
-        kv.remap([new_pos.get(p, -1) if p >= 0 else -1 for p in kv.pos])
-        kv.ring.clear()
         t4 = time.perf_counter()
         step = EvictionStep(
             lane=lane,
@@ -421,7 +417,7 @@ class Evictor:
             kept=[int(j) for j in kept],
             dropped=[int(j) for j in np.flatnonzero(~keep_block)],
             forced=int(forced.sum()),
-            observed_rows=int(q.shape[0]),
+            observed_rows=int(obs.q.shape[0]),
             observe_ms=(t2 - t0) * 1000,
             policy_ms=(t3 - t2) * 1000,
             total_ms=(t4 - t0) * 1000,
@@ -430,9 +426,11 @@ class Evictor:
         log.info(step.line())
         return step
 
-    def _drop_and_compact(self, slot: int, pos: npt.NDArray[np.int32], kept: npt.NDArray[np.bool_]) -> None:
-        """Remove the cells not kept (one seq_rm per run), then shift each run of survivors down so positions are
-        0..m-1 again (one seq_add per run; llama.cpp re-rotates K at the next decode)."""
+    def _drop(self, kv: LaneKV, slot: int, pos: npt.NDArray[np.int32], kept: npt.NDArray[np.bool_]) -> None:
+        """Remove the lane's cells not kept (``pos``: the held cells' positions; one seq_rm per run), shift each run
+        of survivors down so positions are 0..m-1 again (one seq_add per run; llama.cpp re-rotates K at the next
+        decode), then give the lane's record its new positions and empty its query ring (its rows were rotated at
+        positions that moved)."""
         n = pos.shape[0]
         i = 0
         while i < n:
@@ -454,3 +452,6 @@ class Evictor:
             if delta[i] != 0:
                 self.ctx.seq_add(slot, int(survivors[i]), int(survivors[j]) + 1, int(delta[i]))
             i = j + 1
+        new_pos = {int(p): i for i, p in enumerate(survivors)}
+        kv.remap([new_pos.get(p, -1) if p >= 0 else -1 for p in kv.pos])
+        kv.ring.clear()
