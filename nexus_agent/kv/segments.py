@@ -25,7 +25,6 @@ prompt     the transient tail of the current prompt (an argument request, a ques
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -145,13 +144,3 @@ class SegmentMap:
                 pins = tuple((a, min(b, n)) for a, b in s.pins if a < n)
                 out.append(Segment(s.kind, s.turn, s.start, n, s.span, pins))
         return SegmentMap(out)
-
-
-def same_prefix(a: Sequence[Segment], b: Sequence[Segment]) -> int:
-    """How many leading segments ``a`` and ``b`` share exactly."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
