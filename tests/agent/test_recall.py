@@ -119,7 +119,13 @@ def tools(registry_dir: Path) -> dict[str, Tool]:
     return {t.qualified_name: t for t in reg.profile("github_default")}
 
 
-def _turn_with_recall(recall: Recall, tools: dict[str, Tool], convo: Conversation) -> tuple[list[Event], Engine]:
+def _turn_with_recall(
+    recall: Recall, tools: dict[str, Tool], convo: Conversation, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[Event], Engine]:
+    """One turn of ``convo`` under the memory manager (tiny qwen2), its arguments written by a stub."""
+    monkeypatch.setattr(
+        ArgumentWriter, "write", lambda self, tool, *a, **k: SimpleNamespace(arguments={"path": "x"}, schema_error=None)
+    )
     eng = Engine(
         EngineConfig(
             model="tiny-qwen2", n_ctx=4096, n_slots=4, n_batch=64, kv_budget=1024, evict="keydiff", kv_manager=True
@@ -152,11 +158,8 @@ def _turn_with_recall(recall: Recall, tools: dict[str, Tool], convo: Conversatio
 def test_a_recalled_note_goes_before_the_turn_and_stays_in_the_trace(
     embedder: Any, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(
-        ArgumentWriter, "write", lambda self, tool, *a, **k: SimpleNamespace(arguments={"path": "x"}, schema_error=None)
-    )
     convo = _convo()
-    events, eng = _turn_with_recall(Recall(embedder, lambda: {"2.1": 1.0}), tools, convo)
+    events, eng = _turn_with_recall(Recall(embedder, lambda: {"2.1": 1.0}), tools, convo, monkeypatch)
     try:
         assert events[-1].type == "answer", events[-1]
         turn = convo.turns[-1]
@@ -174,15 +177,12 @@ def test_a_recalled_note_goes_before_the_turn_and_stays_in_the_trace(
 def test_a_corrupt_span_leaves_the_turn_and_the_session_as_they_were(
     embedder: Any, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(
-        ArgumentWriter, "write", lambda self, tool, *a, **k: SimpleNamespace(arguments={"path": "x"}, schema_error=None)
-    )
     convo = _convo()
     before = [(t.user, t.tool, t.tool_output, t.answer, t.recalled) for t in convo.turns]
     recall = Recall(embedder, lambda: {"2.1": 1.0})
     recall.index.sync(convo)
     recall.index.spans["2.1"] = replace(recall.index.spans["2.1"], text="{")
-    events, eng = _turn_with_recall(recall, tools, convo)
+    events, eng = _turn_with_recall(recall, tools, convo, monkeypatch)
     try:
         assert events[-1].type == "answer"
         assert convo.turns[-1].recalled == ""
