@@ -421,11 +421,12 @@ def main() -> None:
     out_rows: list[dict[str, Any]] = []
     if "trace" in tasks:
         tres = run_traces(args, bench.engine)
-        stem = OUT.with_name(f"eviction_trace_{args.model}_{args.split}")
-        stem.parent.mkdir(parents=True, exist_ok=True)
-        stem.with_suffix(".json").write_text(json.dumps(tres, indent=2))
-        stem.with_suffix(".md").write_text(_trace_markdown(tres))
-        _trace_plot(tres, stem.with_suffix(".png"))
+        # named by string: with_suffix would take ".5b_check" of "qwen0.5b_check" for a suffix
+        stem = f"eviction_trace_{args.model}_{args.split}"
+        OUT.parent.mkdir(parents=True, exist_ok=True)
+        (OUT.parent / f"{stem}.json").write_text(json.dumps(tres, indent=2))
+        (OUT.parent / f"{stem}.md").write_text(_trace_markdown(tres))
+        _trace_plot(tres, OUT.parent / f"{stem}.png")
         print(_trace_markdown(tres))
         out_rows += tres["rows"]
     if plan:
