@@ -8,11 +8,12 @@
   density. A policy then runs one eviction step down to ``density × prompt`` cells (the sink and the last 32
   tokens always stay; positions are compacted), the prompt's last token is re-decoded under the compressed cache
   and the answer is generated greedily from there, so every answer token sees only the kept cells.
-* ``trace``: true eviction in a persistent cache. A coding agent's conversation of 20+ turns (tool calls and their
-  results) is appended turn by turn to one budgeted lane of the engine (``Engine.set_budget``): whenever the lane
-  reaches its budget, the policy evicts during prefill, exactly as ``--kv-budget`` runs a conversation. A fact the
-  user gave at turn 1–3 is asked for at the end. The ``window`` arm is today's default (the system prompt and the
-  last 4 turns, prefilled densely); its memory is reported beside the budget.
+* ``trace``: bounded memory on 40 recorded multi-turn agent traces (``bench/eviction_trace.py``, issue 55): true
+  eviction in a persistent lane, turn by turn, dense against raw policies (``raw:<policy>``) and the memory manager
+  (``mem:<scorer>``, with recall), three questions per trace about facts of different ages. ``--split`` picks the
+  tune or check traces; ``--arms`` the arms (default: dense and the manager with the default scorer, at
+  ``--densities`` 0.1, 0.2, 0.4), ``--grid`` the full grid (the five raw policies, the four scorers in the manager).
+  Results go to ``bench/results/eviction_trace_<model>_<split>.{json,md,png}``.
 
 **Policies**: ``none`` (dense, density 1.0) and every registered policy (nexus_agent/kv/policies). Accuracy comes
 with Wilson 95% intervals. **Memory**: the peak number of KV cells the lane held, against the dense arm's (one cell
@@ -21,16 +22,19 @@ LORE-KV's lookahead included) and its share of the arm's decode time. **Observat
 batch and 32 single-token decodes with the eval callback off, capturing Q (the path the policies use) and capturing
 ``kq_soft_max`` (the other way the issue names), as ratios to off (best of 3; one run with ``--quick``).
 
-usage: python bench/eviction.py [--quick] [--json OUT] [--model qwen0.5b] [--seed 0]
-Writes bench/results/eviction.{json,md,png} (and OUT when given). ``--quick``: needle and vt at 2K tokens (3
-samples each, densities 0.2 and 1.0) and 2 traces of 16 turns at density 0.2, about 7 minutes on 2 cores; the
-full run (needle at 2K/4K/8K, vt at 2K/4K, densities 0.1–0.8, 6 traces) within 40.
+usage: python bench/eviction.py [--quick] [--json OUT] [--model qwen0.5b] [--seed 0] [--tasks needle,vt,trace]
+                                [--split check] [--arms none,mem:keydiff] [--grid] [--densities 0.1,0.2,0.4]
+Writes bench/results/eviction.{json,md,png} for needle and vt, bench/results/eviction_trace_<model>_<split>.* for
+the traces (and OUT, with the rows of the tasks run, when given). ``--quick``: needle and vt at 2K tokens (3
+samples each, densities 0.2 and 1.0) and 4 traces; the full needle/vt run (needle at 2K/4K/8K, vt at 2K/4K,
+densities 0.1–0.8) within 40 minutes.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import platform
 import sys
 import time
@@ -41,8 +45,11 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from eviction_tasks import Sample, agent_trace, needle, variable_tracking
+from eviction_tasks import Sample, needle, variable_tracking
+from eviction_trace import TraceBench, load_cases, parse_arms
 
+from nexus_agent import defaults
+from nexus_agent.agent.routing_adapter import shared_embedder
 from nexus_agent.engine import Engine, EngineConfig
 from nexus_agent.evaluation.stats import wilson_ci
 from nexus_agent.kv.budget import KVBudget, LaneKV
@@ -98,7 +105,6 @@ class Bench:
         self.arms: dict[tuple[str, str, float], Arm] = {}
         self.lane = self.engine.open_lane()
         self.engine.set_budget(self.lane, None)
-        self.cells_by_turn: dict[str, list[int]] = {}  # the first trace: cells held after each turn, per arm
 
     def arm(self, task: str, policy: str, density: float) -> Arm:
         key = (task, policy, density)
@@ -191,63 +197,6 @@ class Bench:
                 arm.decode_ms += dense_ms + (time.perf_counter() - t1) * 1000
         ctx.seq_rm(slot)
 
-    # -- the agent trace, with a persistent budgeted cache
-    def trace(self, sample: Sample, density: float) -> None:
-        eng = self.engine
-        head = [{"role": "system", "content": sample.system}]
-        turns: list[list[int]] = []
-        sys_tokens = self.model.tokenize(self.model.apply_chat_template(head, add_generation_prompt=False))
-        for user, assistant in sample.turns:
-            text = self.model.apply_chat_template(
-                [*head, {"role": "user", "content": user}, {"role": "assistant", "content": assistant}],
-                add_generation_prompt=False,
-            )
-            turns.append(self.model.tokenize(text)[len(sys_tokens) :])
-        question = self.model.tokenize(
-            self.model.apply_chat_template([*head, {"role": "user", "content": sample.question}])
-        )[len(sys_tokens) :]
-        full = sys_tokens + [t for turn in turns for t in turn] + question
-        dense_cells = len(full) + ANSWER_TOKENS
-        budget = max(KVBudget.min_tokens(), int(density * len(full)))
-
-        def run(policy: str | None, prompt_turns: list[list[int]]) -> tuple[bool, int, LaneKV | None, float]:
-            lane = eng.open_lane()
-            eng.set_budget(lane, KVBudget(budget, policy, seed=self.seed + sample.seed) if policy else None)
-            t0 = time.perf_counter()
-            held = list(sys_tokens)
-            peak = 0
-            cells: list[int] = []
-            try:
-                for turn in prompt_turns:
-                    held += turn
-                    eng.prefill(held, lane)
-                    kv = eng.lane(lane).kv
-                    cells.append(kv.cells if kv else len(held))
-                    peak = max(peak, cells[-1])
-                if len(prompt_turns) > 1:
-                    self.cells_by_turn.setdefault(policy or "none", cells)
-                g = eng.generate(held + question, lane, max_tokens=ANSWER_TOKENS)
-                kv = eng.lane(lane).kv
-                peak = max(peak, (kv.cells if kv else len(held + question)) + len(g.tokens))
-                return sample.answer.lower() in g.text.lower(), peak, kv, (time.perf_counter() - t0) * 1000
-            finally:
-                eng.close_lane(lane)
-
-        for policy in (None, *POLICIES, "window"):
-            if policy == "window":
-                ok, peak, kv, ms = run(None, [[t for turn in turns[-4:] for t in turn]])
-                arm = self.arm(sample.task, "window", density)
-            else:
-                ok, peak, kv, ms = run(policy, turns)
-                arm = self.arm(sample.task, policy or "none", density if policy else 1.0)
-            arm.correct.append(ok)
-            arm.peak_cells.append(peak)
-            arm.dense_cells.append(dense_cells)
-            if kv is not None:
-                arm.step_ms += [s.total_ms for s in kv.steps]
-                arm.evict_ms += sum(s.total_ms for s in kv.steps)
-            arm.decode_ms += ms - (sum(s.total_ms for s in kv.steps) if kv else 0.0)
-
     # -- observation overhead
     def overhead(self, reps: int = 3) -> dict[str, float]:
         eng, ctx = self.engine, self.engine.ctx
@@ -309,9 +258,6 @@ def _markdown(res: dict[str, Any]) -> str:
         f"{o['off_ms']:.0f} ms; capturing Q {o['q_ms']:.0f} ms (×{o['q_vs_off']:.3f}); capturing kq_soft_max "
         f"{o['kq_ms']:.0f} ms (×{o['kq_vs_off']:.3f}).",
         "",
-        "Trace KV cells per turn (sample 0): "
-        + "; ".join(f"{k}: {v[0]}…{max(v)} (max)" for k, v in res.get("trace_cells_by_turn", {}).items()),
-        "",
     ]
     return "\n".join(lines)
 
@@ -343,10 +289,107 @@ def _plot(res: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+GRID = "none,raw:streaming@0.2,raw:h2o@0.2,raw:snapkv@0.2,raw:nexus,raw:lore,mem:keydiff,mem:kvzip,mem:nexus,mem:lore"
+
+
+def _trace_markdown(res: dict[str, Any]) -> str:
+    lines = [
+        f"# KV memory on agent traces ({res['split']} split)",
+        "",
+        f"Model `{res['model']}`, {res['machine']}. Command: `{res['command']}`. {res['traces']} traces, "
+        f"{res['questions']} questions. Wall time {res['wall_s']:.0f} s.",
+        "",
+        "| arm | density | n | accuracy | 95% CI | first turn | recent (≤ 2 turns) | no recall | peak KV vs dense "
+        "| cost share | scoring ms / turn | steps | re-insertions | note tokens | recall on requests | turns evicted |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in res["rows"]:
+        arm = "none" if r["policy"] == "none" else f"{'mem' if r['manager'] else 'raw'}:{r['policy']}"
+        lo, hi = r["ci95"]
+        lines.append(
+            f"| {arm} | {r['density']:.2f} | {r['n']} | {r['accuracy']:.3f} | {lo:.2f}–{hi:.2f} "
+            f"| {r['accuracy_first_turn']:.3f} ({r['n_first_turn']}) | {r['accuracy_recent']:.3f} ({r['n_recent']}) "
+            f"| {r['accuracy_no_recall']:.3f} | {r['kv_vs_dense']:.3f} | {r['cost_share']:.3f} "
+            f"| {r['scoring_ms_per_turn']:.1f} | {r['eviction_steps']} | {r['reinsertions']} "
+            f"({r['reinsertion_rate']:.2f}) | {r['note_tokens_mean']:.0f} | {r['request_recall_rate']:.2f} "
+            f"| {r['turns_evicted_share']:.2f} |"
+        )
+    return "\n".join([*lines, ""])
+
+
+def _trace_plot(res: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    rows = res["rows"]
+    for r in rows:
+        if r["policy"] == "none":
+            ax.axhline(r["accuracy"], ls="--", color="gray", label="dense")
+    arms = sorted({(r["policy"], r["manager"]) for r in rows if r["policy"] != "none"})
+    for policy, manager in arms:
+        pts = sorted((r["density"], r["accuracy"]) for r in rows if (r["policy"], r["manager"]) == (policy, manager))
+        ax.plot(
+            [p[0] for p in pts],
+            [p[1] for p in pts],
+            "-o" if manager else ":s",
+            label=f"{'mem' if manager else 'raw'}:{policy}",
+        )
+    ax.set_xlabel("KV budget (fraction of the dense trace)")
+    ax.set_ylabel("question accuracy")
+    ax.set_title(f"KV memory on agent traces: {res['model']}, {res['split']} split")
+    ax.set_ylim(-0.05, 1.05)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def run_traces(args: argparse.Namespace, engine: Engine) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    # a budget the pins and the question outgrow is decoded over (the row's peak KV says by how much): not logged
+    logging.getLogger("nexus_agent.kv").setLevel(logging.ERROR)
+    densities = tuple(float(d) for d in args.densities.split(","))
+    arms = parse_arms(GRID if args.grid else args.arms, densities)
+    cases = load_cases(args.split)
+    if args.traces:
+        wanted = set(args.traces.split(","))
+        cases = [c for c in cases if c.id in wanted]
+    cases = cases[: args.limit or None]
+    bench = TraceBench(engine, shared_embedder(defaults.EMBEDDER), seed=args.seed)
+    for i, case in enumerate(cases, 1):
+        t1 = time.perf_counter()
+        bench.run(case, arms)
+        print(
+            f"trace {case.id} ({i}/{len(cases)}, {len(case.turns)} turns): {time.perf_counter() - t1:.0f} s", flush=True
+        )
+    rows = [r.row() for r in bench.results.values()]
+    rows.sort(key=lambda r: (r["policy"] != "none", not r["manager"], r["policy"], r["density"]))
+    command = f"python bench/eviction.py --tasks trace --split {args.split} --model {args.model}"
+    command += " --grid" if args.grid else (f" --arms {args.arms}" if args.arms != DEFAULT_ARMS else "")
+    command += f" --densities {args.densities}" if args.densities != DEFAULT_DENSITIES else ""
+    command += f" --limit {args.limit}" if args.limit else ""
+    return {
+        "model": args.model,
+        "split": args.split,
+        "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}",
+        "command": command,
+        "traces": len(cases),
+        "questions": sum(len(c.questions) for c in cases),
+        "wall_s": time.perf_counter() - t0,
+        "rows": rows,
+    }
+
+
+DEFAULT_ARMS = f"none,mem:{defaults.KV_SCORER}"
+DEFAULT_DENSITIES = "0.1,0.2,0.4"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a smaller set, within 10 minutes")
-    ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--json", type=Path, help="also write the results here (the rows of the tasks run)")
     ap.add_argument("--model", default="qwen0.5b")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
@@ -354,66 +397,80 @@ def main() -> None:
         default="needle,vt,trace",
         help="comma-separated subset to run; the other tasks' rows are kept from the saved results",
     )
+    ap.add_argument("--split", default="check", choices=["tune", "check"], help="trace split")
+    ap.add_argument("--arms", default=DEFAULT_ARMS, help="trace arms: none, raw:<policy>, mem:<scorer>[@d/d]")
+    ap.add_argument("--grid", action="store_true", help="trace arms: the full grid (raw policies and scorers)")
+    ap.add_argument("--densities", default=DEFAULT_DENSITIES, help="trace budgets, fractions of the dense trace")
+    ap.add_argument("--limit", type=int, default=0, help="the first N traces of the split")
+    ap.add_argument("--traces", default="", help="trace ids (kv-03,kv-05)")
     args = ap.parse_args()
     if args.quick:
-        plan = {"needle": [(2048, 3)], "vt": [(2048, 3)], "trace": [(16, 2)]}
+        plan = {"needle": [(2048, 3)], "vt": [(2048, 3)]}
         densities = [0.2]
-        trace_densities = [0.2]
+        args.limit = args.limit or 4
     else:
-        plan = {"needle": [(2048, 4), (4096, 2), (8192, 1)], "vt": [(2048, 4), (4096, 2)], "trace": [(22, 6)]}
+        plan = {"needle": [(2048, 4), (4096, 2), (8192, 1)], "vt": [(2048, 4), (4096, 2)]}
         densities = [0.1, 0.2, 0.4, 0.8]
-        trace_densities = [0.2]
     tasks = [t for t in args.tasks.split(",") if t]
-    unknown = set(tasks) - set(plan)
+    unknown = set(tasks) - {*plan, "trace"}
     if unknown:
-        ap.error(f"unknown task(s) {', '.join(sorted(unknown))}; choose from {', '.join(plan)}")
-    plan = {t: plan[t] for t in tasks}
+        ap.error(f"unknown task(s) {', '.join(sorted(unknown))}; choose from needle, vt, trace")
+    plan = {t: plan[t] for t in tasks if t in plan}
     t_start = time.perf_counter()
     bench = Bench(args.model, n_ctx=10240, seed=args.seed)
-    overhead = bench.overhead(reps=1 if args.quick else 3)
-    print(f"observation overhead: {json.dumps({k: round(v, 3) for k, v in overhead.items()})}", flush=True)
-    for task, sizes in plan.items():
-        k = 0
-        for size, count in sizes:
-            for _ in range(count):
-                seed = args.seed * 1000 + k
-                k += 1
-                t0 = time.perf_counter()
-                if task == "needle":
-                    bench.one_shot(needle(size, seed, bench.count), densities)
-                elif task == "vt":
-                    bench.one_shot(variable_tracking(size, seed, bench.count), densities)
-                else:
-                    for d in trace_densities:
-                        bench.trace(agent_trace(size, seed, bench.count), d)
-                print(f"{task} size {size} seed {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
-    rows = [a.row() for a in bench.arms.values()]
-    command = "python bench/eviction.py" + (" --quick" if args.quick else "")
-    command += f" --tasks {','.join(tasks)}" if set(tasks) != {"needle", "vt", "trace"} else ""
-    carried: dict[str, str] = {}
-    if set(tasks) != {"needle", "vt", "trace"} and OUT.with_suffix(".json").exists():
-        saved = json.loads(OUT.with_suffix(".json").read_text())
-        kept_rows = [r for r in saved["rows"] if r["task"] not in tasks]
-        rows += kept_rows
-        carried = {r["task"]: saved.get("command", "?") for r in kept_rows}
-    rows.sort(key=lambda r: (r["task"], r["policy"] != "none", r["policy"], r["density"]))
-    res = {
-        "model": args.model,
-        "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}",
-        "command": command,
-        "rows_carried_over": carried,  # task → the command that measured its rows, when not rerun here
-        "wall_s": time.perf_counter() - t_start,
-        "observation_overhead": overhead,
-        "trace_cells_by_turn": bench.cells_by_turn,
-        "rows": rows,
-    }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.with_suffix(".json").write_text(json.dumps(res, indent=2))
-    OUT.with_suffix(".md").write_text(_markdown(res))
-    _plot(res, OUT.with_suffix(".png"))
+    out_rows: list[dict[str, Any]] = []
+    if "trace" in tasks:
+        tres = run_traces(args, bench.engine)
+        # named by string: with_suffix would take ".5b_check" of "qwen0.5b_check" for a suffix
+        stem = f"eviction_trace_{args.model}_{args.split}"
+        OUT.parent.mkdir(parents=True, exist_ok=True)
+        (OUT.parent / f"{stem}.json").write_text(json.dumps(tres, indent=2))
+        (OUT.parent / f"{stem}.md").write_text(_trace_markdown(tres))
+        _trace_plot(tres, OUT.parent / f"{stem}.png")
+        print(_trace_markdown(tres))
+        out_rows += tres["rows"]
+    if plan:
+        overhead = bench.overhead(reps=1 if args.quick else 3)
+        print(f"observation overhead: {json.dumps({k: round(v, 3) for k, v in overhead.items()})}", flush=True)
+        for task, sizes in plan.items():
+            k = 0
+            for size, count in sizes:
+                for _ in range(count):
+                    seed = args.seed * 1000 + k
+                    k += 1
+                    t0 = time.perf_counter()
+                    if task == "needle":
+                        bench.one_shot(needle(size, seed, bench.count), densities)
+                    else:
+                        bench.one_shot(variable_tracking(size, seed, bench.count), densities)
+                    print(f"{task} size {size} seed {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
+        rows = [a.row() for a in bench.arms.values()]
+        out_rows += rows
+        command = "python bench/eviction.py" + (" --quick" if args.quick else "")
+        command += f" --tasks {','.join(plan)}" if set(plan) != {"needle", "vt"} else ""
+        carried: dict[str, str] = {}
+        if set(plan) != {"needle", "vt"} and OUT.with_suffix(".json").exists():
+            saved = json.loads(OUT.with_suffix(".json").read_text())
+            kept_rows = [r for r in saved["rows"] if r["task"] not in plan and r["task"] != "trace"]
+            rows += kept_rows
+            carried = {r["task"]: saved.get("command", "?") for r in kept_rows}
+        rows.sort(key=lambda r: (r["task"], r["policy"] != "none", r["policy"], r["density"]))
+        res = {
+            "model": args.model,
+            "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}",
+            "command": command,
+            "rows_carried_over": carried,  # task → the command that measured its rows, when not rerun here
+            "wall_s": time.perf_counter() - t_start,
+            "observation_overhead": overhead,
+            "rows": rows,
+        }
+        OUT.parent.mkdir(parents=True, exist_ok=True)
+        OUT.with_suffix(".json").write_text(json.dumps(res, indent=2))
+        OUT.with_suffix(".md").write_text(_markdown(res))
+        _plot(res, OUT.with_suffix(".png"))
+        print(_markdown(res))
     if args.json:
-        args.json.write_text(json.dumps(res, indent=2))
-    print(_markdown(res))
+        args.json.write_text(json.dumps({"model": args.model, "split": args.split, "rows": out_rows}, indent=2))
     bench.engine.close()
 
 

@@ -23,6 +23,9 @@ did, answers claiming an action that never ran went from 2 to 5, and a single-ca
 minutes for retries (3 tasks: p50 20 s → 190 s); with qwen1.5b the first tool and its arguments, not the steps after,
 are what fail."""
 
+KV_SCORER: Final = "nexus"
+"""The memory manager's scorer under ``--kv-budget`` (``--kv-policy``; ``nexus_agent.kv.policies.POLICIES``)."""
+
 EXAMPLES: Final = "all"
 """Where the servers' verified usage examples are used (``nexus_agent.examples.uses.ARMS``): routing keys, the
 decision, operations as choices, argument writing, the next step, repair (docs/examples.md)."""

@@ -48,8 +48,17 @@ from nexus_agent.agent.events import ElicitationEvent, ErrorEvent, Event
 from nexus_agent.agent.forms import dates
 from nexus_agent.agent.history import Conversation
 from nexus_agent.agent.prompts import SYSTEM_CHAT, SYSTEM_MAIN
-from nexus_agent.agent.routing_adapter import AgentRouter
-from nexus_agent.agent.turn import CallResult, TurnCancelled, TurnDeps, TurnRouter, next_heads, run_turn
+from nexus_agent.agent.recall import Recall
+from nexus_agent.agent.routing_adapter import AgentRouter, shared_embedder
+from nexus_agent.agent.turn import (
+    CallResult,
+    TurnCancelled,
+    TurnDeps,
+    TurnRouter,
+    mark_trace,
+    next_heads,
+    run_turn,
+)
 from nexus_agent.agent.view import MAX_ITEMS, AnswerView
 from nexus_agent.backend import Backend, LocalBackend, RemoteBackend, RemoteConfig, RemoteError, check_base_url
 from nexus_agent.backend.decision import Messages
@@ -58,6 +67,7 @@ from nexus_agent.examples import ExampleSet, gather
 from nexus_agent.examples.uses import ARMS as EXAMPLE_ARMS
 from nexus_agent.examples.uses import example_uses
 from nexus_agent.kv.budget import KVBudget
+from nexus_agent.kv.memory import UNIT
 from nexus_agent.kv.policies import EVICT_CHOICES, check_evict
 from nexus_agent.mcp import (
     AuthOptions,
@@ -117,9 +127,11 @@ class AgentConfig(BaseModel):
     splice: SpliceMode = SpliceMode.AUTO
     # whether a request needs a tool: "llm" also asks the model (routing/judge.py), "exemplars" the embeddings only
     relevance: Relevance = Relevance.LLM
-    # KV cells each conversation may hold (None: no budget; the prompt keeps the last ``window_turns`` turns). With
-    # a budget the conversation's lane keeps the whole trace and ``evict`` picks the 32-token blocks to drop.
-    kv_budget: int | None = Field(default=None, ge=KVBudget.min_tokens())
+    # KV cells each conversation may hold, as a count or as a fraction (0 < x < 1) of ``n_ctx`` (None: no budget; the
+    # prompt keeps the last ``window_turns`` turns). With a budget the conversation's lane keeps the whole trace and
+    # the memory manager (nexus_agent/kv/memory.py) keeps it under the budget: pins stay, whole spans go, ``evict``
+    # scores each turn once, and a request recalls what was evicted (agent/recall.py).
+    kv_budget: float | None = Field(default=None, gt=0)
     # stable prompt heads (system prompts, the decision's and the judge's instructions) loaded from disk instead of
     # decoded in every process (nexus_agent/engine/heads.py); off: decoded when first needed, once per process
     head_cache: bool = True
@@ -136,7 +148,7 @@ class AgentConfig(BaseModel):
     warm_next: bool = True
     evict: Annotated[
         str, AfterValidator(check_evict), WithJsonSchema({"type": "string", "enum": list(EVICT_CHOICES)})
-    ] = "nexus"
+    ] = defaults.KV_SCORER
     # where the servers' verified usage examples are used (docs/examples.md): "all", "none", or one use alone
     # ("keys": routing keys, "arguments": argument writing; "retrieved": all, with the argument writer's examples
     # the closest to each request instead of a fixed set)
@@ -149,16 +161,46 @@ class AgentConfig(BaseModel):
     def _engine_url(cls, v: str | None) -> str | None:
         return None if v is None else check_base_url(v)
 
+    @property
+    def kv_cells(self) -> int | None:
+        """The budget in cells (a fraction of ``n_ctx`` converted)."""
+        if self.kv_budget is None:
+            return None
+        return int(self.kv_budget * self.n_ctx) if self.kv_budget < 1 else int(self.kv_budget)
+
     @model_validator(mode="after")
     def _budget_fits(self) -> AgentConfig:
-        if self.kv_budget is not None and self.evict == "none":
-            raise ValueError("kv_budget needs an eviction policy: evict 'none' keeps every token (drop the budget)")
-        if self.kv_budget is not None and self.kv_budget > self.n_ctx // 2:
+        cells = self.kv_cells
+        if cells is None:
+            return self
+        if self.kv_budget is not None and self.kv_budget >= 1 and self.kv_budget != int(self.kv_budget):
+            raise ValueError(f"kv_budget ({self.kv_budget}) is a number of cells or a fraction below 1 of n_ctx")
+        if cells < KVBudget.min_tokens():
             raise ValueError(
-                f"kv_budget ({self.kv_budget}) must be at most half of n_ctx ({self.n_ctx}): routing, arguments and "
+                f"kv_budget ({self.kv_budget}) is {cells} cells, less than the {KVBudget.min_tokens()} the sink, the "
+                "recent window and one span of room need (it must be greater than or equal to that)"
+            )
+        if self.evict == "none":
+            raise ValueError("kv_budget needs an eviction policy: evict 'none' keeps every token (drop the budget)")
+        if cells > self.n_ctx // 2:
+            raise ValueError(
+                f"kv_budget ({cells} cells) must be at most half of n_ctx ({self.n_ctx}): routing, arguments and "
                 "other conversations share the context's cells"
             )
         return self
+
+
+class KVBudgetError(ValueError):
+    """The KV budget cannot hold what must stay from the start (the system prompt's pins)."""
+
+
+def pins_at_start(engine: Engine) -> int:
+    """Cells a conversation's lane needs from its first turn: the system prompt (pinned), the recent window and one
+    span of room."""
+    budget = engine.budget
+    recent = budget.recent if budget is not None else 32
+    head = engine.tokenize_chat([{"role": "system", "content": SYSTEM_MAIN}], "")
+    return len(head) + recent + UNIT
 
 
 # What declines on a remote engine, said once at start (paper 001 Path B: the server prefills text).
@@ -191,6 +233,7 @@ class NexusAgent:
         # the next turn's prefill between turns (``warm_next``): one per chat whose turn ended since a turn began
         self._idle: list[_Idle] = []
         self._idle_lock = threading.Lock()
+        self._recalls: dict[int, Recall] = {}  # per conversation lane, with a KV budget
 
     @classmethod
     def from_config(cls, cfg: AgentConfig | Mapping[str, Any] | None = None, **kwargs: Any) -> NexusAgent:
@@ -277,10 +320,22 @@ class NexusAgent:
                 model=self.cfg.model or DEFAULT_MODEL,
                 n_ctx=self.cfg.n_ctx,
                 n_threads=self.cfg.n_threads,
-                kv_budget=self.cfg.kv_budget,
+                kv_budget=self.cfg.kv_cells,
                 evict=self.cfg.evict,  # read only with kv_budget, which the validator never pairs with "none"
+                kv_manager=True,
             )
         )
+        if self.cfg.kv_cells is not None:
+            need = pins_at_start(self.engine)
+            if self.cfg.kv_cells < need:
+                self._close_engine()
+                raise KVBudgetError(
+                    f"--kv-budget {self.cfg.kv_budget:g} ({self.cfg.kv_cells} cells) is smaller than the pins at "
+                    f"start: the system prompt, the recent window and one span of room need {need} cells; give at "
+                    f"least {need}"
+                )
+            for line in self.engine.notices:
+                self._notice(line)
         backend = LocalBackend(self.engine, heads=self.cfg.head_cache)
         for system, lane in ((SYSTEM_MAIN, MAIN), (SYSTEM_CHAT, CHAT)) if self.cfg.head_cache else ():
             backend.warm([[{"role": "system", "content": system}, {"role": "user", "content": u}] for u in "ab"], lane)
@@ -454,6 +509,7 @@ class NexusAgent:
             auto_yes=self.cfg.yes,
             window_turns=self.cfg.window_turns,
             full_trace=self.cfg.kv_budget is not None and self.engine is not None,
+            recall=self._recall(lane),
             compact=self.cfg.answer_view == AnswerView.COMPACT,
             max_items=self.cfg.answer_items,
             max_steps=self.cfg.max_steps,
@@ -470,6 +526,9 @@ class NexusAgent:
             except Exception as e:
                 emit(ErrorEvent(stage="turn", message=f"{type(e).__name__}: {e}"))
             finally:
+                if deps.full_trace:
+                    self._memory_notices(lane)
+                    mark_trace(deps.backend, conversation, lane)  # what the next turn's head is made of
                 if self.cfg.warm_next and not cancel.is_set():
                     # started before the end is posted, so the next turn always finds it to stop
                     idle = _Idle.start(self.backend, next_heads(conversation, lane, deps.window_turns, deps.full_trace))
@@ -488,6 +547,21 @@ class NexusAgent:
                 # Even if this wait is cancelled too, the worker still holds the engine's turn lock, so a next
                 # turn queues behind it instead of interleaving.
                 await asyncio.to_thread(worker.join)
+
+    def _recall(self, lane: int) -> Recall | None:
+        """The conversation's recall of evicted spans (one span index per lane), with a KV budget only."""
+        engine = self.engine
+        if self.cfg.kv_budget is None or engine is None:
+            return None
+        if lane not in self._recalls:
+            self._recalls[lane] = Recall(shared_embedder(self.cfg.embedder), lambda: engine.evicted_spans(lane))
+        return self._recalls[lane]
+
+    def _memory_notices(self, lane: int) -> None:
+        """Say once what the lane's memory had to give up (its pins no longer fit the budget)."""
+        mem = self.engine.memory(lane) if self.engine is not None else None
+        while mem is not None and mem.notices:
+            self._notice(mem.notices.pop(0))
 
     def _stop_idle(self, wait: bool = False) -> None:
         """Stop the prefills between turns; ``wait``: until their chunks are done (before a lane or the engine

@@ -2,6 +2,11 @@
 
 Bulky tool output is replaced by a short *surrogate* as soon as it arrives, so neither the main context nor
 the sidecar window grows with payload size. The window keeps the most recent turns verbatim.
+
+Under a KV budget (``--kv-budget``) the conversation's lane holds the whole *trace* instead: every turn with each
+call's whole output (cut at ``MAX_TOOL_CHARS``), kept here as text, told to the backend part by part
+(:meth:`Conversation.trace_parts`: the request, the call, the result and its pinned identifiers, the answer, a
+recalled note) so that the engine's memory manager knows what each cell holds.
 """
 
 from __future__ import annotations
@@ -10,7 +15,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from nexus_agent.agent.pins import pins
 from nexus_agent.agent.prompts import call_note
+from nexus_agent.agent.view import MAX_TOOL_CHARS
+from nexus_agent.kv.segments import Part, SegKind
 from nexus_agent.routing.followup import PreviousTurn
 
 SURROGATE_CHARS = 400
@@ -111,18 +119,25 @@ def carries_nothing(text: str) -> bool:
 @dataclass(frozen=True)
 class Call:
     """A call of a turn before its last one (the agent loop): the qualified tool name, the arguments, the output's
-    surrogate."""
+    surrogate, and the output itself (cut at ``MAX_TOOL_CHARS``; what the trace holds under a KV budget)."""
 
     tool: str
     arguments: dict[str, Any]
     result: str
+    output: str = ""
+
+
+def kept_output(text: str) -> str:
+    """What the trace keeps of a tool's output."""
+    return text if len(text) <= MAX_TOOL_CHARS else text[:MAX_TOOL_CHARS] + " …(truncated)"
 
 
 @dataclass
 class Turn:
     """One user request and what happened. ``tool``, ``arguments`` and ``tool_result`` are its last call (the only
-    one outside the agent loop); ``earlier`` the calls before it, in order. Results hold surrogates, never the full
-    payload."""
+    one outside the agent loop); ``earlier`` the calls before it, in order. Results hold surrogates (the window
+    reads them); ``tool_output`` the last call's output (the trace reads it). ``recalled``: a note of evicted text
+    re-inserted before this turn (KV budget)."""
 
     user: str
     tool: str | None = None
@@ -130,10 +145,12 @@ class Turn:
     tool_result: str | None = None
     answer: str = ""
     earlier: list[Call] = field(default_factory=list)
+    tool_output: str = ""
+    recalled: str = ""
 
     def calls(self) -> list[Call]:
         """Every call of the turn, in order."""
-        last = [Call(self.tool, self.arguments or {}, self.tool_result or "")] if self.tool else []
+        last = [Call(self.tool, self.arguments or {}, self.tool_result or "", self.tool_output)] if self.tool else []
         return [*self.earlier, *last]
 
 
@@ -163,9 +180,36 @@ class Conversation:
         return [m for block in reversed(msgs) for m in block]
 
     def trace(self) -> list[dict[str, str]]:
-        """Every turn, uncapped: the prompt history of a conversation whose lane has a KV budget (the engine
-        evicts from its cache instead of the prompt dropping turns)."""
-        return self.window(len(self.turns), max_chars=None)
+        """Every turn, uncapped, with each call's output: the prompt history of a conversation whose lane has a KV
+        budget (the engine evicts from its cache instead of the prompt dropping turns)."""
+        return self.trace_parts("")[0][1:]
+
+    def trace_parts(self, system: str) -> tuple[list[dict[str, str]], list[list[Part]]]:
+        """The system message and every turn (:meth:`trace`), and what each message is made of: the system head;
+        a recalled note; the request; each call (its name and arguments, pinned), its output (pinned where it
+        returned identifiers and values, agent/pins.py) and the answer. Span ids: ``<turn>.<call>`` for outputs,
+        ``<turn>.a`` for answers, ``<turn>.n`` for notes (turns count from 1)."""
+        msgs: list[dict[str, str]] = [{"role": "system", "content": system}]
+        parts: list[list[Part]] = [[Part(SegKind.HEAD, system, 0)]]
+        for t, turn in enumerate(self.turns, 1):
+            if turn.recalled:
+                msgs.append({"role": "user", "content": turn.recalled})
+                parts.append([Part(SegKind.NOTE, turn.recalled, t, f"{t}.n")])
+            msgs.append({"role": "user", "content": turn.user})
+            parts.append([Part(SegKind.REQUEST, turn.user, t)])
+            reply: list[Part] = []
+            for k, c in enumerate(turn.calls(), 1):
+                lead = "\n" if reply else ""
+                reply.append(Part(SegKind.CALL, lead + call_note(c.tool.split("__", 1)[-1], c.arguments) + " → ", t))
+                out = c.output or c.result
+                if out:
+                    reply.append(Part(SegKind.RESULT, out, t, f"{t}.{k}", pins(out)))
+            answer = turn.answer or ("" if reply else "(no answer)")
+            if answer:
+                reply.append(Part(SegKind.ANSWER, ("\n" if reply else "") + answer, t, f"{t}.a"))
+            msgs.append({"role": "assistant", "content": "".join(p.text for p in reply)})
+            parts.append(reply)
+        return msgs, parts
 
     def previous_tool_turn(self, max_turns: int = 4) -> PreviousTurn | None:
         """The newest of the last ``max_turns`` turns that called a tool (small talk after it is skipped), as

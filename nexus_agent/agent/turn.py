@@ -45,7 +45,7 @@ from nexus_agent.agent.events import (
     ToolResultEvent,
     ToolSkippedEvent,
 )
-from nexus_agent.agent.history import Call, Conversation, Turn, carries_nothing, surrogate
+from nexus_agent.agent.history import Call, Conversation, Turn, carries_nothing, kept_output, surrogate
 from nexus_agent.agent.policy import Ask, Refuse, Skip, decide
 from nexus_agent.agent.policy import needs_confirmation as needs_confirmation  # re-exported: tests import it here
 from nexus_agent.agent.prompts import (
@@ -63,6 +63,7 @@ from nexus_agent.agent.prompts import (
     TOOL_STEPS,
     call_note,
 )
+from nexus_agent.agent.recall import Recalled
 from nexus_agent.agent.request import Request
 from nexus_agent.agent.view import MAX_ITEMS, answer_view, step_view, whole
 from nexus_agent.backend import Backend
@@ -70,6 +71,7 @@ from nexus_agent.backend.decision import Messages
 from nexus_agent.engine import CHAT, MAIN
 from nexus_agent.examples import Usage
 from nexus_agent.examples.uses import ExampleUses
+from nexus_agent.kv.segments import Part, SegKind
 from nexus_agent.registry import Tool
 from nexus_agent.routing.followup import CallSoFar, PreviousTurn
 from nexus_agent.routing.rerank.llm_choice import RESULT_CHARS as CALL_CHARS
@@ -153,6 +155,8 @@ class TurnDeps:
     # the lane has a KV budget (--kv-budget): arguments and answers see the whole trace, in one lane whose cache
     # the engine keeps under the budget; routing still reads the last ``window_turns``
     full_trace: bool = False
+    # with ``full_trace``: what the request recalls of the trace's evicted spans (agent/recall.py); None: nothing
+    recall: Callable[[str, Conversation], Recalled] | None = None
     compact: bool = True  # answers read a compact view of the tool output (agent/view.py); False: the whole output
     max_items: int = MAX_ITEMS  # rows of a listed result the answer reads
     max_steps: int = 1  # calls one request may make (the agent loop; 1: one call, answered at once)
@@ -226,7 +230,7 @@ def _run_turn(
     eng = deps.backend
     with eng.turn():
         window = convo.window(deps.window_turns)
-        history = convo.trace() if deps.full_trace else window
+        history = _trace(deps, convo, request, turn) if deps.full_trace else window
         try:
             route = deps.router.route_turn(request, window, convo.previous_tool_turn(deps.window_turns))
         except Exception as e:
@@ -264,6 +268,33 @@ def _run_turn(
             emit(ErrorEvent(stage="answer", message=f"answer generation failed: {e}"))
             return
         _finish(deps, convo, turn, gen.text.strip(), emit)
+
+
+def _trace(deps: TurnDeps, convo: Conversation, request: str, turn: Turn) -> list[dict[str, str]]:
+    """The history under a KV budget: the whole trace, then the note of what the request recalled (if anything),
+    marked part by part for the engine's memory manager."""
+    msgs, parts = mark_trace(deps.backend, convo, deps.lane)
+    if deps.recall is not None:
+        try:
+            got = deps.recall(request, convo)
+        except Exception as e:  # retrieval failed: the turn goes on with what memory holds
+            log.warning("recall failed: %s", e)
+            got = Recalled()
+        if got.note:
+            t = len(convo.turns) + 1
+            turn.recalled = got.note
+            msgs.append({"role": "user", "content": got.note})
+            parts.append([Part(SegKind.NOTE, got.note, t, f"{t}.n")])
+            deps.backend.mark(deps.lane, msgs, parts)
+            log.info("recalled %s before turn %d", ", ".join(got.spans), t)
+    return msgs[1:]
+
+
+def mark_trace(backend: Backend, convo: Conversation, lane: int) -> tuple[list[dict[str, str]], list[list[Part]]]:
+    """Tell the backend what the conversation's trace (system prompt first) is made of; returns it."""
+    msgs, parts = convo.trace_parts(SYSTEM_MAIN)
+    backend.mark(lane, msgs, parts)
+    return msgs, parts
 
 
 def _finish(deps: TurnDeps, convo: Conversation, turn: Turn, answer: str, emit: Emit) -> None:
@@ -509,8 +540,9 @@ def _steps_note(request: Request, steps: list[_Step]) -> str:
 def _record(turn: Turn, step: _Step) -> None:
     """Keep the call in the turn at once, so a cancelled turn still shows every call that ran."""
     if turn.tool is not None:
-        turn.earlier.append(Call(turn.tool, turn.arguments or {}, turn.tool_result or ""))
+        turn.earlier.append(Call(turn.tool, turn.arguments or {}, turn.tool_result or "", turn.tool_output))
     turn.tool, turn.arguments, turn.tool_result = step.qualified, step.arguments, surrogate(step.text)
+    turn.tool_output = kept_output(step.text)
 
 
 def _call_step(

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from nexus_agent.backend.decision import Decider, Messages
 from nexus_agent.engine import Generation
+from nexus_agent.kv.segments import Part
 from nexus_agent.splice.mode import SpliceMode
 
 TokenCallback = Callable[[str], None]
@@ -55,6 +56,11 @@ class Backend(Protocol):
         """Greedy reply to ``messages`` (chat-templated with the assistant prompt). ``json``: the reply is JSON of
         that shape, as far as the backend can enforce it (callers validate). ``keep=False``: the reply is not part of
         the conversation (the local lane rolls back to the prompt). Remote failures raise ``RemoteError``."""
+        ...
+
+    def mark(self, lane: int, messages: list[dict[str, str]], parts: list[list[Part]]) -> None:
+        """What each of ``messages`` (a conversation's head: system prompt and trace) is made of, for the chats in
+        ``lane`` that start with them: the segments a KV budget's memory manager reads (nothing on a server)."""
         ...
 
     def warm(self, variants: Sequence[Messages], lane: int) -> int:

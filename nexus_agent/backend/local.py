@@ -18,11 +18,13 @@ import numpy.typing as npt
 from nexus_agent import defaults
 from nexus_agent.backend.base import JsonConstraint, TokenCallback
 from nexus_agent.backend.decision import Choice, Messages
+from nexus_agent.backend.segmenting import segment
 from nexus_agent.backend.session import PrefixCachedLLM
 from nexus_agent.backend.trie import TokenNameFSM
 from nexus_agent.engine import SIDECAR, Engine, EngineConfig, Generation, common_prefix_len
 from nexus_agent.engine.blocks import Segment, SpliceConfig, Splicer
 from nexus_agent.engine.heads import HeadStore
+from nexus_agent.kv.segments import Part, SegmentMap
 from nexus_agent.splice.mode import SpliceMode
 
 # tokens per prefill call of :meth:`LocalBackend.prefill` (~0.5 s on 2 cores for qwen1.5b)
@@ -39,6 +41,33 @@ class LocalBackend:
         self.label = f"llama.cpp in-process ({engine.model.path.name})"
         # stable prompt heads loaded from disk instead of decoded (engine/heads.py); off: decoded every process
         self.heads = HeadStore(engine, enabled=heads)
+        # per lane, the conversation's messages and their parts (:meth:`mark`): a chat that starts with them gets
+        # their segments, which a lane under the memory manager reads
+        self._parts: dict[int, list[tuple[dict[str, str], list[Part]]]] = {}
+
+    def mark(self, lane: int, messages: Messages, parts: list[list[Part]]) -> None:
+        """What each of ``messages`` (a conversation's head: the system prompt, its trace) is made of, for the chats
+        in ``lane`` that start with them. Only a lane the memory manager keeps reads it."""
+        if len(messages) != len(parts):
+            raise ValueError(f"{len(parts)} parts lists for {len(messages)} messages")
+        self._parts[lane] = [(dict(m), list(p)) for m, p in zip(messages, parts, strict=True)]
+
+    def render(self, messages: Messages, lane: int) -> tuple[list[int], SegmentMap | None]:
+        """The chat's tokens (with the assistant prompt), and their segments when ``lane`` is under the memory
+        manager and was marked."""
+        marked = self._parts.get(lane)
+        if not marked or not self._managed(lane):
+            return self.engine.tokenize_chat(messages), None
+        parts: list[list[Part]] = []
+        for m, (known, ps) in zip(messages, marked, strict=False):
+            if m != known:
+                break
+            parts.append(ps)
+        return segment(self.engine.model, messages, parts)
+
+    def _managed(self, lane: int) -> bool:
+        budget = self.engine.budget_of(lane)
+        return budget is not None and budget.manager
 
     @classmethod
     def open(cls, model: str = defaults.CHAT_MODEL, n_threads: int = 2, n_ctx: int = 4096) -> LocalBackend:
@@ -59,7 +88,7 @@ class LocalBackend:
         on_token: TokenCallback | None = None,
         keep: bool = True,
     ) -> Generation:
-        prompt = self.engine.tokenize_chat(messages)
+        prompt, segments = self.render(messages, lane)
         return self.engine.generate(
             prompt,
             seq=lane,
@@ -68,6 +97,7 @@ class LocalBackend:
             on_token=on_token,
             keep=keep,
             repeat_penalty=repeat_penalty,
+            segments=segments,
         )
 
     def warm(self, variants: Sequence[Messages], lane: int) -> int:
@@ -78,14 +108,19 @@ class LocalBackend:
         return len(head)
 
     def prefill(self, variants: Sequence[Messages], lane: int, stop: Callable[[], bool]) -> int:
-        head = common_head([self.engine.tokenize_chat(v) for v in variants])
+        rendered = [self.render(v, lane) for v in variants]
+        head = common_head([r[0] for r in rendered])
+        segments = rendered[0][1] if rendered else None
         held = self._held(head, lane)
         # a chunk at a time, each under the turn lock on its own: a request that arrives meanwhile waits one chunk
         # at most (it sets ``stop``), then prefills the rest itself from what the lane holds
         for end in range(held + PREFILL_CHUNK, len(head) + PREFILL_CHUNK, PREFILL_CHUNK):
             if stop():
                 break
-            self.engine.prefill(head[: min(end, len(head))], seq=lane, n_logits=0)
+            cut = min(end, len(head))
+            self.engine.prefill(
+                head[:cut], seq=lane, n_logits=0, segments=segments.truncated(cut) if segments is not None else None
+            )
         return self._held(head, lane)
 
     def _held(self, head: Sequence[int], lane: int) -> int:

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from nexus_agent.backend.base import JsonConstraint, TokenCallback
 from nexus_agent.backend.decision import Choice, Messages
 from nexus_agent.engine import Generation
+from nexus_agent.kv.segments import Part
 from nexus_agent.splice.mode import SpliceMode
 
 Structured = Literal["grammar", "json_schema", "json_object", "none"]
@@ -162,6 +163,9 @@ class RemoteBackend:
 
     def turn(self) -> AbstractContextManager[object]:
         return nullcontext()
+
+    def mark(self, lane: int, messages: list[dict[str, str]], parts: list[list[Part]]) -> None:
+        """A server keeps no KV budget: nothing to mark."""
 
     def warm(self, variants: Sequence[Messages], lane: int) -> int:
         return 0  # the server's own prefix cache keeps what repeats

@@ -32,21 +32,22 @@ from nexus_agent.routing.embedders.base import DEFAULT_EMBEDDER
 
 
 def _evict(value: str) -> str:
-    """--evict: a name of the eviction registry (nexus_agent/kv/policies), or none."""
+    """--kv-policy: a name of the eviction registry (nexus_agent/kv/policies), or none."""
     try:
         return check_evict(value)
     except ValueError as e:
         raise typer.BadParameter(str(e)) from e
 
 
-EVICT_DEFAULT = "nexus"
+EVICT_DEFAULT = defaults.KV_SCORER
 EvictOpt = Annotated[
     str,
     typer.Option(
+        "--kv-policy",
         "--evict",
         parser=_evict,
         metavar="|".join(EVICT_CHOICES),
-        help=f"KV eviction policy under --kv-budget: {', '.join(POLICIES)}",
+        help=f"the KV memory's scorer under --kv-budget (each turn scored once): {', '.join(POLICIES)}",
     ),
 ]
 
@@ -336,12 +337,13 @@ def run(
     n_ctx: int = typer.Option(8192, "--n-ctx", help="context size in tokens"),
     splice: SpliceOpt = SPLICE_DEFAULT,
     relevance: RelevanceOpt = RELEVANCE_DEFAULT,
-    kv_budget: int | None = typer.Option(
+    kv_budget: float | None = typer.Option(
         None,
         "--kv-budget",
-        metavar="TOKENS",
-        help="KV cells the conversation may hold: it keeps its whole trace and evicts 32-token blocks at the budget "
-        "(default: no budget; the prompt keeps the last 4 turns)",
+        metavar="CELLS|FRACTION",
+        help="KV cells the conversation may hold (or a fraction of --n-ctx, e.g. 0.25): it keeps its whole trace, "
+        "pins requests, calls and returned identifiers, evicts whole spans and recalls them when asked (default: no "
+        "budget; the prompt keeps the last 4 turns)",
     ),
     evict: EvictOpt = EVICT_DEFAULT,
     head_cache: bool = typer.Option(
@@ -364,7 +366,7 @@ def run(
     examples: ExamplesOpt = EXAMPLES_DEFAULT,
 ) -> None:
     """Run the agent against MCP servers."""
-    from nexus_agent.agent.api import AgentConfig
+    from nexus_agent.agent.api import AgentConfig, KVBudgetError
     from nexus_agent.mcp import ConfigError, MCPClientError
     from nexus_agent.models import ModelError
 
@@ -399,7 +401,7 @@ def run(
         raise typer.Exit(2) from e
     try:
         code = asyncio.run(_main(cfg, prompt, as_json))
-    except (ConfigError, ModelError) as e:
+    except (ConfigError, ModelError, KVBudgetError) as e:
         _err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from e
     except MCPClientError as e:

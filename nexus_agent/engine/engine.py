@@ -32,11 +32,16 @@ KV budgets (issue 26, ``nexus_agent/kv``): with ``kv_budget`` set, the conversat
 :class:`~nexus_agent.kv.evictor.Evictor`, which evicts 32-token blocks chosen by the ``evict`` policy and compacts
 positions; the lane's token index ``i`` then sits at KV position ``lane.kv.pos[i]`` rather than ``i``, and every
 edit here maps one to the other. Only the KV before the first evicted token stays in the radix tree.
+
+With ``kv_manager`` (issue 55, what ``--kv-budget`` runs) the memory manager decides instead
+(:mod:`nexus_agent.kv.memory`): callers pass the prompt's :class:`~nexus_agent.kv.segments.SegmentMap` to
+:meth:`Engine.prefill` / :meth:`Engine.generate`, pins stay, whole spans go, and the policy scores each turn once.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -52,15 +57,20 @@ from nexus_agent.engine.arena import ArenaFull, Lane, SlotArena
 from nexus_agent.engine.fingerprint import fingerprint_of
 from nexus_agent.kv.budget import KVBudget, LaneKV
 from nexus_agent.kv.evictor import Evictor
+from nexus_agent.kv.memory import MemoryState
 from nexus_agent.kv.observe import AttentionObserver, AttnShape
-from nexus_agent.kv.policies import check_evict
+from nexus_agent.kv.policies import POLICIES, check_evict
+from nexus_agent.kv.segments import SegmentMap
 from nexus_agent.llm import ContextConfig, LlamaContext, LlamaModel, Sampler
 from nexus_agent.llm.context import DecodeError
 from nexus_agent.models import resolve
 from nexus_agent.native import RadixTree
 from nexus_agent.splice.fingerprint import ModelFingerprint
 
+log = logging.getLogger(__name__)
+
 MAIN, SIDECAR, SCRATCH, COMPILE, PROBE, RELEVANCE, CHAT = 0, 1, 2, 3, 5, 6, 7
+FALLBACK_SCORER = "keydiff"  # the manager's scorer when attention is not observable (it reads K only)
 N_TEMP_SEQS = 8  # the splicer re-decodes its runs in chunks of this many
 _FIRST_OPEN_LANE = 100  # lanes opened for conversations count up from here
 
@@ -75,8 +85,9 @@ class KVCacheFull(ArenaFull):
 class EngineConfig:
     """``model``: short name or GGUF path. ``n_ctx``: context size in tokens (all slots share its cells).
     ``n_slots``: sequence slots of the radix arena (at most 64). ``kv_budget``: cells each conversation lane may
-    hold (None: no budget), evicting with policy ``evict``. ``observe``: install the attention observer even
-    without a budget (benchmarks that budget lanes of their own choosing)."""
+    hold (None: no budget), evicting with policy ``evict``; ``kv_manager``: through the memory manager (segments,
+    pins, ``evict`` as a once-per-turn scorer; what ``--kv-budget`` runs) rather than the raw policy. ``observe``:
+    install the attention observer even without a budget (benchmarks that budget lanes of their own choosing)."""
 
     model: str = defaults.CHAT_MODEL
     n_ctx: int = 8192
@@ -86,6 +97,7 @@ class EngineConfig:
     n_slots: int = 32
     kv_budget: int | None = None
     evict: str = "nexus"  # a name of kv.policies.EVICT_CHOICES
+    kv_manager: bool = False
     observe: bool = False
     # tokens drafted per decode by prompt lookup in ``generate`` (0: off); docs/measurements.md#prompt-lookup
     lookup: int = 0
@@ -138,11 +150,25 @@ class Engine:
         self.splice_seq = cfg.n_slots
         self.temp_seqs = tuple(range(cfg.n_slots + 1, cfg.n_slots + 1 + N_TEMP_SEQS))
         self.model = LlamaModel(resolve(cfg.model))
-        self.budget = KVBudget(cfg.kv_budget, cfg.evict) if cfg.kv_budget is not None else None
-        if (self.budget is not None or cfg.observe) and cfg.flash_attn:
-            raise ValueError("KV budgets observe attention with flash attention off (flash_attn=False)")
+        self.notices: list[str] = []  # what the user should be told once (a scorer that declined)
+        policy = cfg.evict
+        if cfg.kv_budget is not None and cfg.flash_attn:
+            if not cfg.kv_manager:
+                raise ValueError("raw eviction policies observe attention with flash attention off (flash_attn=False)")
+            if POLICIES[policy].needs_attention:
+                why = (
+                    f"the {policy} scorer needs attention scores, which flash attention does not expose; the KV "
+                    f"memory scores with {FALLBACK_SCORER} (keys only) instead"
+                )
+                log.warning(why)
+                self.notices.append(why)
+                policy = FALLBACK_SCORER
+        if cfg.observe and cfg.flash_attn:
+            raise ValueError("the attention observer needs flash attention off (flash_attn=False)")
+        self.budget = KVBudget(cfg.kv_budget, policy, manager=cfg.kv_manager) if cfg.kv_budget is not None else None
+        shape = AttnShape.of(self.model) if self.budget is not None or cfg.observe else None
         # The observer is the context's eval callback, so it must exist before the context and outlive it.
-        self.observer = AttentionObserver(AttnShape.of(self.model)) if self.budget or cfg.observe else None
+        self.observer = AttentionObserver(shape) if shape is not None and not cfg.flash_attn else None
         self.ctx = LlamaContext(
             self.model,
             ContextConfig(
@@ -156,7 +182,9 @@ class Engine:
                 eval_callback=self.observer.callback if self.observer else None,
             ),
         )
-        self.evictor = Evictor(self.ctx, self.model, self.observer, self.temp_seqs) if self.observer else None
+        self.evictor = (
+            Evictor(self.ctx, self.model, self.observer, self.temp_seqs, shape) if shape is not None else None
+        )
         self._budgets: dict[int, KVBudget | None] = {}
         self._lock = threading.RLock()
         self._depth = 0  # nesting of the lock in this engine's own methods (the lock is re-entrant)
@@ -195,6 +223,8 @@ class Engine:
         dropped: a budget applies from the lane's first token."""
         if budget is not None and self.evictor is None:
             raise ValueError("this engine has no attention observer: create it with kv_budget or observe=True")
+        if budget is not None and self.observer is None and POLICIES[budget.policy].needs_attention:
+            raise ValueError(f"the {budget.policy} policy needs attention scores; flash attention does not expose them")
         with self.turn():
             self._budgets[seq] = budget
             lane = self.arena.lane(seq)
@@ -215,8 +245,8 @@ class Engine:
             budget = self.budget_of(seq)
             if budget is None:
                 return None
-            assert self.observer is not None
-            lane.kv = LaneKV(budget, self.observer.shape)
+            assert self.evictor is not None
+            lane.kv = LaneKV(budget, self.evictor.shape)
             if lane.tokens:
                 lane.kv.adopt(lane.tokens)
         return lane.kv
@@ -337,13 +367,21 @@ class Engine:
                         f"(decoding {len(tokens)} tokens at position {pos0})"
                     ) from e
 
-    def prefill(self, tokens: list[int], seq: int = MAIN, n_logits: int = 1, reuse_approx: bool = False) -> int:
+    def prefill(
+        self,
+        tokens: list[int],
+        seq: int = MAIN,
+        n_logits: int = 1,
+        reuse_approx: bool = False,
+        segments: SegmentMap | None = None,
+    ) -> int:
         """Make lane ``seq`` hold exactly ``tokens``, decoding only what no slot of the arena holds already.
 
         Returns how many tokens were reused (from the lane's own slot or copied from a donor slot). At least the last
         token is always re-decoded so its logits are fresh for sampling. Spliced KV is reused only with
         ``reuse_approx`` (a caller continuing the spliced prompt it made, in the same lane); the arena only ever
-        offers exact prefixes to other lanes.
+        offers exact prefixes to other lanes. ``segments``: what each token of ``tokens`` is (read by a lane the
+        memory manager keeps; ignored elsewhere); None keeps what the lane knew of the tokens it reuses.
         """
         with self.turn():
             lane = self.arena.lane(seq)
@@ -366,6 +404,8 @@ class Engine:
                 n = shared
                 if kv is not None:
                     kv.append(tokens[own:shared])
+            if kv is not None and kv.memory is not None:
+                kv.memory.set_segments(segments if segments is not None else kv.memory.segments.truncated(n), n)
             self.arena.note_lookup(n, n > own)
             exact = lane.exact if approx else n
             try:
@@ -388,6 +428,7 @@ class Engine:
         keep: bool = True,
         repeat_penalty: float = 1.0,
         lookup: int | None = None,
+        segments: SegmentMap | None = None,
     ) -> Generation:
         """Greedy generation after ``prompt`` in lane ``seq``, optionally under a GBNF ``grammar``.
 
@@ -400,6 +441,8 @@ class Engine:
         from the previous row's logits. The first mismatch is replaced by the picked token and the KV after it is
         dropped, so the tokens are greedy decoding's. Answers and arguments copy names, numbers and titles from the
         request and the tool output, and a batch of a few tokens costs little more than one on a CPU.
+
+        ``segments``: the prompt's, as :meth:`prefill` takes them.
         """
         with self.turn():
             t0 = time.perf_counter()
@@ -410,7 +453,7 @@ class Engine:
                     raise ValueError(f"prompt of {len(prompt)} tokens fills the {self.ctx.n_ctx}-token context")
             # a budgeted lane maps tokens to compacted positions: dropping a rejected draft's cells is not a suffix cut
             n_draft = 0 if budgeted else self.cfg.lookup if lookup is None else lookup
-            reused = self.prefill(prompt, seq)
+            reused = self.prefill(prompt, seq, segments=segments)
             lane = self.arena.lane(seq)
             exact_prompt = lane.exact == len(prompt)
             out: list[int] = []
@@ -471,6 +514,33 @@ class Engine:
         """Up to ``n`` tokens that followed the first earlier occurrence of ``text``'s last 1-3 tokens."""
         found = LlamaPromptLookupDecoding.find_candidate_pred_tokens(np.asarray(text, dtype=np.intc), 3, n)
         return [int(t) for t in found[:n]]
+
+    def load_lane(self, seq: int, blob: bytes, tokens: list[int]) -> None:
+        """Lane ``seq`` holds ``tokens`` from a sequence-state ``blob`` of another lane that held them at their
+        text positions (never evicted): a benchmark's arms restore the state they share up to where they diverge.
+        A budgeted lane's record starts at those positions."""
+        with self.turn():
+            lane = self.arena.lane(seq)
+            slot = self.arena.slot_for(seq)
+            self.ctx.set_seq_state(blob, slot)
+            lane.tokens = []
+            kv = self._kv(seq, lane)
+            if kv is not None:
+                kv.adopt(tokens)
+            self._record(seq, list(tokens), len(tokens))
+
+    def memory(self, seq: int) -> MemoryState | None:
+        """The memory manager's state of lane ``seq`` (None: the lane has no managed budget)."""
+        kv = self.arena.lane(seq).kv
+        return kv.memory if kv is not None else None
+
+    def evicted_spans(self, seq: int) -> dict[str, float]:
+        """Per span id of lane ``seq``'s segments, the share of its tokens evicted (empty without the manager)."""
+        with self.turn():
+            kv = self.arena.lane(seq).kv
+            if kv is None or kv.memory is None:
+                return {}
+            return kv.memory.evicted_share(kv.pos)
 
     def logits(self) -> npt.NDArray[np.float32]:
         """The logits (float32 [n_vocab]) after the last token of the last decode that asked for them."""

@@ -54,7 +54,7 @@ def read_cache(ctx: LlamaContext, seq: int, shape: AttnShape, values: bool = Fal
     return CacheView(pos=sec.pos[order].astype(np.int32), k=k, v=v)
 
 
-def _layer_probs(q: F32, qpos: npt.NDArray[np.int32], k: F32, kpos: npt.NDArray[np.int32]) -> F32:
+def layer_probs(q: F32, qpos: npt.NDArray[np.int32], k: F32, kpos: npt.NDArray[np.int32]) -> F32:
     """One layer: q [nq, H, D], k [n, G, D] → softmax attention [G, g, nq, n] (causal by position)."""
     nq, h, d = q.shape
     g = k.shape[1]
@@ -75,7 +75,7 @@ def mean_attention(q: F32, qpos: npt.NDArray[np.int32], cache: CacheView) -> F32
     n_layer = q.shape[1]
     out = np.zeros((q.shape[0], cache.n), np.float32)
     for layer in range(n_layer):
-        p = _layer_probs(q[:, layer], qpos, cache.k[layer], cache.pos)
+        p = layer_probs(q[:, layer], qpos, cache.k[layer], cache.pos)
         out += p.sum(axis=(0, 1))
     return out / np.float32(n_layer * q.shape[2])
 
@@ -89,7 +89,7 @@ def deletion_costs(q: F32, qpos: npt.NDArray[np.int32], cache: CacheView, gram: 
     nq, n_layer = q.shape[:2]
     out = np.zeros((nq, cache.n), np.float32)
     for layer in range(n_layer):
-        a = _layer_probs(q[:, layer], qpos, cache.k[layer], cache.pos)  # [G, g, nq, n]
+        a = layer_probs(q[:, layer], qpos, cache.k[layer], cache.pos)  # [G, g, nq, n]
         gkv, g = a.shape[0], a.shape[1]
         v = cache.v[layer]  # [n, G, D]
         gr = gram(layer)  # [H, D, D]

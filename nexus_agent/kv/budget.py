@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import groupby
 
+from nexus_agent.kv.memory import MemoryState
 from nexus_agent.kv.observe import AttnShape
 from nexus_agent.kv.policies import POLICIES, Policy, make_policy
 from nexus_agent.native import QRing
@@ -16,13 +17,18 @@ BLOCK = 32  # eviction granularity in tokens (both papers' b)
 class KVBudget:
     """``tokens``: KV cells one lane may hold. ``policy``: a registry name (nexus_agent/kv/policies). The attention
     sink (the first block) and the last ``recent`` tokens are always kept; after an eviction step the lane holds at
-    most ``tokens - block`` cells, so decoding evicts once per block rather than once per token."""
+    most ``tokens - block`` cells, so decoding evicts once per block rather than once per token.
+
+    ``manager``: the memory manager (:mod:`nexus_agent.kv.memory`) decides what goes, from the segments the backend
+    gives (pins, units at message boundaries, the policy as a once-per-turn scorer); without it the policy evicts
+    32-token blocks at every step (the raw policy)."""
 
     tokens: int
     policy: str = "nexus"
     block: int = BLOCK
     recent: int = 32
     seed: int = 0
+    manager: bool = False
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -47,7 +53,7 @@ class EvictionStep:
     Times in milliseconds: ``observe_ms`` reads K/V and computes attention, ``policy_ms`` includes any lookahead."""
 
     lane: int
-    policy: str
+    policy: str  # "nexus", or "memory/nexus" for the manager
     cells_before: int
     cells_after: int
     kept: list[int]
@@ -59,6 +65,12 @@ class EvictionStep:
     total_ms: float
 
     def line(self) -> str:
+        if self.policy.startswith("memory/"):
+            return (
+                f"kv evict lane {self.lane} [{self.policy}]: {self.cells_before} → {self.cells_after} cells, "
+                f"dropped {len(self.dropped)} spans (turns {_ranges(sorted(set(self.dropped)))}), {self.forced} "
+                f"pinned cells, {self.total_ms:.1f} ms"
+            )
         return (
             f"kv evict lane {self.lane} [{self.policy}]: {self.cells_before} → {self.cells_after} cells, "
             f"kept {len(self.kept)} blocks ({self.forced} forced), dropped {len(self.dropped)} "
@@ -79,7 +91,7 @@ class LaneKV:
     ``tokens[i]`` / ``pos[i]``: the lane's i-th token and its KV position, -1 once evicted (positions rise with i;
     after a step they are compacted to 0..cells-1). ``ring``: the last query rows decoded into the lane.
     ``evicted_from``: the first token index ever evicted (the lane's KV is a text prefill's only before it), None
-    before any step.
+    before any step. ``memory``: the manager's state (segments, ranks, pins), with ``budget.manager`` only.
     """
 
     budget: KVBudget
@@ -90,12 +102,15 @@ class LaneKV:
     steps: list[EvictionStep] = field(default_factory=list)
     ring: QRing = field(init=False)
     policy: Policy = field(init=False)
+    memory: MemoryState | None = field(init=False, default=None)
     cells: int = field(init=False, default=0)  # tokens whose KV is held
+    mark: int = field(init=False, default=0)  # tokens the lane held at its last eviction step
     next_pos: int = field(init=False, default=0)  # the position the lane's next token takes
 
     def __post_init__(self) -> None:
         self.ring = self.shape.ring(max(POLICIES[self.budget.policy].window, 32))
         self.policy = make_policy(self.budget.policy, self.budget.seed)
+        self.memory = MemoryState() if self.budget.manager else None
         self._recount()
 
     def reset(self) -> None:
@@ -103,8 +118,11 @@ class LaneKV:
         self.tokens.clear()
         self.pos.clear()
         self.evicted_from = None
+        self.mark = 0
         self.ring.clear()
         self.policy = make_policy(self.budget.policy, self.budget.seed)
+        if self.memory is not None:
+            self.memory.reset()
         self._recount()
 
     def _recount(self) -> None:
@@ -120,11 +138,14 @@ class LaneKV:
         self.pos.extend(new)
         self.cells += n
         self.next_pos += n
+        if self.memory is not None:
+            self.memory.grow(len(self.tokens))
         return new
 
     def remap(self, pos: list[int]) -> None:
         """After an eviction step: every token's new position (-1 evicted)."""
         self.pos = pos
+        self.mark = len(pos)
         first = next((i for i, p in enumerate(pos) if p < 0), None)
         if first is not None and (self.evicted_from is None or first < self.evicted_from):
             self.evicted_from = first
@@ -137,6 +158,9 @@ class LaneKV:
             raise RuntimeError("a lane that has evicted KV cannot adopt tokens placed at their text positions")
         self.tokens = list(tokens)
         self.pos = list(range(len(tokens)))
+        if self.memory is not None:
+            self.memory.truncate(0)
+            self.memory.grow(len(tokens))
         self._recount()
 
     def pos_from(self, idx: int) -> int:
@@ -150,6 +174,9 @@ class LaneKV:
         """Forget tokens ``n..`` (the caller removed their cells)."""
         del self.pos[n:]
         del self.tokens[n:]
+        self.mark = min(self.mark, n)
+        if self.memory is not None:
+            self.memory.truncate(n)
         if self.evicted_from is not None and self.evicted_from >= n:
             self.evicted_from = None  # every token before it still has its text-prefill KV and position
         self._recount()

@@ -6,6 +6,11 @@ that fit the room left, with an eviction step between chunks.
 Per step: K (and V) of the lane are read from its state blob, the lane's last query rows (captured by the
 observer as they were decoded) give the attention a policy scores, and every step is logged (blocks kept and
 dropped, time). After a step the query ring empties: its rows were rotated at positions that compaction moved.
+
+With the memory manager (``KVBudget.manager``, :mod:`nexus_agent.kv.memory`) a step reads no attention: the units
+to drop were ranked when their turn completed. Decoding stops at the end of every turn the segments show complete,
+and the policy scores that turn there, once, over the lane's cells (cell by cell, ``block`` 1), with the rows the
+turn ended on, its lookahead (LORE) or a reconstruction pass (KVzip) in a scratch sequence.
 """
 
 from __future__ import annotations
@@ -18,15 +23,19 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from nexus_agent.kv.attention import F32, read_cache
+from nexus_agent.kv.attention import F32, CacheView, read_cache
 from nexus_agent.kv.budget import EvictionStep, LaneKV
+from nexus_agent.kv.memory import MemoryState
 from nexus_agent.kv.observe import AttentionObserver, AttnShape
-from nexus_agent.kv.policies.base import Continuations, Observation
+from nexus_agent.kv.policies import make_policy
+from nexus_agent.kv.policies.base import Continuations, Observation, Policy, Rebuilt
 from nexus_agent.kv.select import select_blocks
 from nexus_agent.llm.context import LlamaContext
 from nexus_agent.llm.model import LlamaModel
 
 log = logging.getLogger("nexus_agent.kv")
+
+REPEAT = "\n\nRepeat the previous text exactly:\n"  # the reconstruction pass's prompt (KVzip)
 
 # (tokens, first position, logits rows wanted) → logits [rows, n_vocab] or None; decodes into the lane's slot
 DecodeFn = Callable[[list[int], int, int], "npt.NDArray[np.float32] | None"]
@@ -100,18 +109,68 @@ class EngineLookahead:
         return Continuations(q=q, qpos=qpos, logprob=logprob, entropy=entropy)
 
 
+@dataclass
+class EngineReconstruction:
+    """KVzip's pass: ``prompt`` then ``target`` decoded teacher-forced after the lane's cells in scratch sequence
+    ``seq`` (which shares them), every query row captured; the sequence is emptied afterwards."""
+
+    ctx: LlamaContext
+    observer: AttentionObserver
+    slot: int
+    seq: int
+    prompt: list[int]
+    target: list[int]
+    next_pos: int
+
+    def run(self, limit: int) -> Rebuilt:
+        toks = self.prompt + self.target[:limit]
+        ring = self.observer.shape.ring(max(len(toks), 1))
+        step = self.ctx.cfg.n_batch
+        self.ctx.seq_rm(self.seq, -1, -1)
+        self.ctx.seq_cp(self.slot, self.seq, -1, -1)
+        try:
+            for i in range(0, len(toks), step):
+                chunk = toks[i : i + step]
+                p0 = self.next_pos + i
+                with self.observer.capture(ring):
+                    try:
+                        self.ctx.decode(chunk, p0, seq=self.seq, n_logits=0)
+                    except BaseException:
+                        ring.abort()
+                        raise
+                ring.commit(list(range(p0, p0 + len(chunk))))
+            cache = read_cache(self.ctx, self.seq, self.observer.shape)
+        finally:
+            self.ctx.seq_rm(self.seq, -1, -1)
+        q, qpos = ring.rows()
+        skip = len(self.prompt)  # the rows that repeat the text, not the ones reading the instruction
+        return Rebuilt(q=q[skip:], qpos=qpos[skip:], cache=cache)
+
+
 class Evictor:
-    """KV budgets on one context. ``temp_seqs``: scratch sequence ids (LORE-KV's continuations)."""
+    """KV budgets on one context. ``temp_seqs``: scratch sequence ids (LORE-KV's continuations, KVzip's pass).
+    ``observer``: None when attention is not observable (flash attention on): only scorers that read no attention
+    (the engine checks) run then."""
 
     def __init__(
-        self, ctx: LlamaContext, model: LlamaModel, observer: AttentionObserver, temp_seqs: Sequence[int]
+        self,
+        ctx: LlamaContext,
+        model: LlamaModel,
+        observer: AttentionObserver | None,
+        temp_seqs: Sequence[int],
+        shape: AttnShape | None = None,
     ) -> None:
         self.ctx = ctx
         self.model = model
         self.observer = observer
-        self.shape = observer.shape
+        if shape is None:
+            if observer is None:
+                raise ValueError("an Evictor needs the attention shape: pass it, or an observer")
+            shape = observer.shape
+        self.shape = shape
         self.temp_seqs = temp_seqs
         self._gram: list[F32] | None = None
+        self._repeat: list[int] | None = None
 
     def gram(self, layer: int) -> F32:
         if self._gram is None:
@@ -142,13 +201,23 @@ class Evictor:
             self.ctx.seq_rm(slot, kv.pos_from(idx0), -1)
             kv.truncate(idx0)
         b = kv.budget
+        mem = kv.memory
         outs: list[npt.NDArray[np.float32]] = []
         i = 0
         while i < len(tokens):
             rest = len(tokens) - i
+            if mem is not None:
+                self.score_due(kv, slot, lane)
+                cut = mem.next_turn_end(len(kv.tokens))
+                if cut is not None:
+                    rest = min(rest, cut - len(kv.tokens))  # the chunk ends where a turn does: score it there
             if kv.cells >= b.tokens:
-                room = max(b.block, min(rest, b.tokens // 2, self.ctx.cfg.n_ubatch))
-                self.evict(kv, slot, lane, b.tokens - room, protected())
+                if mem is not None:
+                    room = max(b.block, min(rest, b.tokens // 8, self.ctx.cfg.n_ubatch))
+                    self.evict_managed(kv, slot, lane, b.tokens - room, protected())
+                else:
+                    room = max(b.block, min(rest, b.tokens // 2, self.ctx.cfg.n_ubatch))
+                    self.evict(kv, slot, lane, b.tokens - room, protected())
             n = min(rest, b.tokens - kv.cells, self.ctx.cfg.n_ubatch)
             if n <= 0:
                 # what must stay (sink, recent window, cells other slots share) fills the budget: go over it by a
@@ -160,20 +229,146 @@ class Evictor:
                     kv.cells,
                 )
                 n = min(rest, b.block)
-            want = max(0, min(n, n_logits - (rest - n)))
+            want = max(0, min(n, n_logits - (len(tokens) - i - n)))
             pos0 = kv.next_pos
-            with self.observer.capture(kv.ring):
-                try:
-                    out = decode_fn(tokens[i : i + n], pos0, want)
-                except BaseException:
-                    kv.ring.abort()
-                    raise
-            kv.ring.commit(list(range(pos0, pos0 + n)))
+            if self.observer is None:
+                out = decode_fn(tokens[i : i + n], pos0, want)
+            else:
+                with self.observer.capture(kv.ring):
+                    try:
+                        out = decode_fn(tokens[i : i + n], pos0, want)
+                    except BaseException:
+                        kv.ring.abort()
+                        raise
+                kv.ring.commit(list(range(pos0, pos0 + n)))
             kv.append(tokens[i : i + n])
             if want and out is not None:
                 outs.append(out)
             i += n
+        if mem is not None:
+            self.score_due(kv, slot, lane)
         return np.concatenate(outs) if outs else None
+
+    # -- the memory manager: scoring once per turn, and its steps
+    def score_due(self, kv: LaneKV, slot: int, lane: int) -> None:
+        """Score every turn the lane holds complete and has not scored, once (module docstring)."""
+        mem = kv.memory
+        assert mem is not None
+        for turn in mem.due(len(kv.tokens)):
+            self.score_turn(kv, mem, slot, lane, turn)
+
+    def score_turn(
+        self, kv: LaneKV, mem: MemoryState, slot: int, lane: int, turn: int, policy_name: str | None = None
+    ) -> None:
+        """Score ``turn``'s units once into ``mem`` with the lane's policy (or ``policy_name``: a benchmark scores
+        one lane's turns with several scorers at the same moment, before their arms diverge)."""
+        t0 = time.perf_counter()
+        n_tok = len(kv.tokens)
+        us = [u for u in mem.scored_units(turn, n_tok) if any(kv.pos[i] >= 0 for i in range(u.start, u.end))]
+        if not us:
+            mem.assign(turn, {}, n_tok, 0.0)
+            return
+        policy = make_policy(policy_name or kv.budget.policy, kv.budget.seed + turn)
+        cache = self._read(kv, slot, lane, policy)
+        target = [kv.tokens[i] for u in us for i in range(u.start, u.end) if kv.pos[i] >= 0]
+        obs = self._observation(kv, slot, policy, cache, np.zeros(cache.n, bool), 1, target)
+        pri = policy.priority(obs)
+        live = [i for i, p in enumerate(kv.pos) if p >= 0]
+        wanted = {i for u in us for i in range(u.start, u.end)}
+        score = {i: float(pri[c]) for c, i in enumerate(live) if i in wanted}
+        ms = (time.perf_counter() - t0) * 1000
+        mem.assign(turn, score, n_tok, ms)
+        log.info("kv score lane %d [memory/%s]: turn %d, %d spans, %.1f ms", lane, policy.name, turn, len(us), ms)
+
+    def repeat_prompt(self) -> list[int]:
+        if self._repeat is None:
+            self._repeat = self.model.tokenize(REPEAT)
+        return self._repeat
+
+    def _read(self, kv: LaneKV, slot: int, lane: int, policy: Policy) -> CacheView:
+        """The lane's cells (K, and V when ``policy`` reads them), checked against the lane's record."""
+        cache = read_cache(self.ctx, slot, self.shape, values=policy.needs_values)
+        if cache.n != kv.cells:
+            raise RuntimeError(f"lane {lane}: the lane's record says {kv.cells} cells, its sequence holds {cache.n}")
+        return cache
+
+    def _observation(
+        self,
+        kv: LaneKV,
+        slot: int,
+        policy: Policy,
+        cache: CacheView,
+        forced: npt.NDArray[np.bool_],
+        block: int,
+        rebuilt: list[int],
+    ) -> Observation:
+        """What ``policy`` scores: the lane's cells and last query rows, and what else it asks for (LORE's lookahead
+        from the lane's last token, KVzip's reconstruction of the tokens ``rebuilt``, W_O)."""
+        q, qpos = kv.ring.rows()
+        lookahead = rebuild = None
+        if cache.n and self.observer is not None:
+            if policy.needs_lookahead:
+                last = kv.tokens[-1]
+                lookahead = EngineLookahead(self.ctx, self.observer, slot, self.temp_seqs, last, kv.next_pos - 1)
+            if policy.needs_reconstruction:
+                prompt = self.repeat_prompt()
+                rebuild = EngineReconstruction(
+                    self.ctx, self.observer, slot, self.temp_seqs[0], prompt, rebuilt, kv.next_pos
+                )
+        return Observation(
+            cache=cache,
+            q=q,
+            qpos=qpos,
+            forced=forced,
+            block=block,
+            lookahead=lookahead,
+            gram=self.gram if policy.needs_values else None,
+            reconstruction=rebuild,
+        )
+
+    def evict_managed(
+        self,
+        kv: LaneKV,
+        slot: int,
+        lane: int,
+        target: int,
+        protected: Sequence[tuple[int, int]] = (),
+    ) -> EvictionStep:
+        """The manager's step: drop whole units (by rank, then the unscored oldest first, then the oldest turns'
+        pins) until the lane holds at most ``target`` cells or nothing else may go, then compact positions. The
+        sink block and the last ``recent`` cells always stay."""
+        t0 = time.perf_counter()
+        mem = kv.memory
+        assert mem is not None
+        b = kv.budget
+        live = [i for i, p in enumerate(kv.pos) if p >= 0]
+        pos = np.asarray([kv.pos[i] for i in live], np.int32)
+        n = pos.shape[0]
+        forced = np.zeros(n, bool)
+        forced[: b.block] = True
+        forced[max(0, n - b.recent) :] = True
+        for p0, p1 in protected:
+            forced[(pos >= p0) & (pos < p1)] = True
+        keep, dropped = mem.plan(kv.pos, forced, n - target)
+        t1 = time.perf_counter()
+        self._drop(kv, slot, pos, keep)
+        t2 = time.perf_counter()
+        step = EvictionStep(
+            lane=lane,
+            policy=f"memory/{b.policy}",
+            cells_before=n,
+            cells_after=int(keep.sum()),
+            kept=[],
+            dropped=[u.turn for u in dropped],
+            forced=mem.pinned_cells(kv.pos),
+            observed_rows=0,
+            observe_ms=0.0,
+            policy_ms=(t1 - t0) * 1000,
+            total_ms=(t2 - t0) * 1000,
+        )
+        kv.steps.append(step)
+        log.info(step.line())
+        return step
 
     # -- one eviction step
     def evict(
@@ -189,10 +384,8 @@ class Evictor:
         t0 = time.perf_counter()
         b = kv.budget
         policy = kv.policy
-        cache = read_cache(self.ctx, slot, self.shape, values=policy.needs_values)
+        cache = self._read(kv, slot, lane, policy)
         n = cache.n
-        if n != kv.cells:
-            raise RuntimeError(f"lane {lane}: the lane's record says {kv.cells} cells, its sequence holds {n}")
         nk = -(-n // b.block)
         cell_block = np.arange(n) // b.block
         forced = np.zeros(nk, bool)
@@ -200,19 +393,11 @@ class Evictor:
         forced[cell_block[max(0, n - b.recent) :]] = True
         for p0, p1 in protected:
             forced[cell_block[(cache.pos >= p0) & (cache.pos < p1)]] = True
-        q, qpos = kv.ring.rows()
-        lookahead = None
-        if policy.needs_lookahead and n:
-            lookahead = EngineLookahead(self.ctx, self.observer, slot, self.temp_seqs, kv.tokens[-1], kv.next_pos - 1)
-        obs = Observation(
-            cache=cache,
-            q=q,
-            qpos=qpos,
-            forced=forced,
-            block=b.block,
-            lookahead=lookahead,
-            gram=self.gram if policy.needs_values else None,
-        )
+        if policy.needs_attention and self.observer is None:
+            raise ValueError(f"the raw {policy.name} policy reads attention, which this engine does not observe")
+        # KVzip's pass reconstructs what was decoded since the last step
+        since = [t for t, p in zip(kv.tokens[kv.mark :], kv.pos[kv.mark :], strict=True) if p >= 0]
+        obs = self._observation(kv, slot, policy, cache, forced, b.block, since if policy.needs_reconstruction else [])
         if not policy.needs_values:
             obs.attention(policy.window)  # computed here so that observe_ms holds it
         t2 = time.perf_counter()
@@ -221,11 +406,8 @@ class Evictor:
         keep_block = np.zeros(nk, bool)
         keep_block[kept] = True
         kept_cells = keep_block[cell_block]
-        self._drop_and_compact(slot, cache.pos, kept_cells)
+        self._drop(kv, slot, cache.pos, kept_cells)
         policy.evicted(kept_cells)
-        new_pos = {int(p): i for i, p in enumerate(cache.pos[kept_cells])}
-        kv.remap([new_pos.get(p, -1) if p >= 0 else -1 for p in kv.pos])
-        kv.ring.clear()
         t4 = time.perf_counter()
         step = EvictionStep(
             lane=lane,
@@ -235,7 +417,7 @@ class Evictor:
             kept=[int(j) for j in kept],
             dropped=[int(j) for j in np.flatnonzero(~keep_block)],
             forced=int(forced.sum()),
-            observed_rows=int(q.shape[0]),
+            observed_rows=int(obs.q.shape[0]),
             observe_ms=(t2 - t0) * 1000,
             policy_ms=(t3 - t2) * 1000,
             total_ms=(t4 - t0) * 1000,
@@ -244,9 +426,11 @@ class Evictor:
         log.info(step.line())
         return step
 
-    def _drop_and_compact(self, slot: int, pos: npt.NDArray[np.int32], kept: npt.NDArray[np.bool_]) -> None:
-        """Remove the cells not kept (one seq_rm per run), then shift each run of survivors down so positions are
-        0..m-1 again (one seq_add per run; llama.cpp re-rotates K at the next decode)."""
+    def _drop(self, kv: LaneKV, slot: int, pos: npt.NDArray[np.int32], kept: npt.NDArray[np.bool_]) -> None:
+        """Remove the lane's cells not kept (``pos``: the held cells' positions; one seq_rm per run), shift each run
+        of survivors down so positions are 0..m-1 again (one seq_add per run; llama.cpp re-rotates K at the next
+        decode), then give the lane's record its new positions and empty its query ring (its rows were rotated at
+        positions that moved)."""
         n = pos.shape[0]
         i = 0
         while i < n:
@@ -268,3 +452,6 @@ class Evictor:
             if delta[i] != 0:
                 self.ctx.seq_add(slot, int(survivors[i]), int(survivors[j]) + 1, int(delta[i]))
             i = j + 1
+        new_pos = {int(p): i for i, p in enumerate(survivors)}
+        kv.remap([new_pos.get(p, -1) if p >= 0 else -1 for p in kv.pos])
+        kv.ring.clear()

@@ -3,6 +3,10 @@ loads."""
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
@@ -68,3 +72,53 @@ def test_every_registered_policy_is_offered_and_any_other_is_refused_by_name() -
     res = CliRunner().invoke(app, ["run", "--mcp", "github", "-p", "hi", "--evict", "lru"])
     assert res.exit_code == 2 and "unknown eviction policy 'lru'" in res.output
     assert all(name in res.output for name in POLICIES)
+
+
+def test_a_budget_is_cells_or_a_fraction_of_the_context() -> None:
+    assert AgentConfig(kv_budget=0.25, n_ctx=8192).kv_cells == 2048
+    assert AgentConfig(kv_budget=1024).kv_cells == 1024
+    with pytest.raises(ValidationError, match="half of n_ctx"):
+        AgentConfig(kv_budget=0.75, n_ctx=8192)
+    with pytest.raises(ValidationError, match="number of cells or a fraction"):
+        AgentConfig(kv_budget=1500.5)
+    with pytest.raises(ValidationError, match="greater than"):
+        AgentConfig(kv_budget=0.01, n_ctx=8192)  # 81 cells
+    if not app.registered_commands:
+        _register_all()
+    res = CliRunner().invoke(app, ["run", "--mcp", "github", "-p", "hi", "--kv-policy", "lru"])
+    assert res.exit_code == 2 and "unknown eviction policy 'lru'" in res.output
+
+
+def test_a_budget_smaller_than_the_pins_at_start_is_refused_with_the_minimum() -> None:
+    """The system prompt is pinned from the first turn: a budget that cannot hold it (with the recent window and a
+    span of room) is refused when the model loads, naming the least it needs."""
+    from nexus_agent.agent.api import KVBudgetError, NexusAgent
+
+    agent = NexusAgent(AgentConfig(model="tiny-qwen2", n_ctx=4096, kv_budget=130, head_cache=False))
+    with pytest.raises(KVBudgetError, match=r"smaller than the pins at start.*give at least (\d+)") as err:
+        agent._open_local()
+    need = int(str(err.value).rsplit(" ", 1)[-1])
+    assert need > 130
+    assert agent.engine is None  # nothing left half-open
+    agent = NexusAgent(AgentConfig(model="tiny-qwen2", n_ctx=4096, kv_budget=need, head_cache=False))
+    try:
+        agent._open_local()
+        assert agent.engine is not None and agent.engine.budget is not None and agent.engine.budget.manager
+    finally:
+        agent._close_engine()
+
+
+def test_the_cli_stops_at_start_on_a_budget_smaller_than_the_pins_and_names_the_minimum(tmp_path: Path) -> None:
+    from nexus_agent.sandbox.github import sandbox_mcp_config
+
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps(sandbox_mcp_config(tmp_path / "gh")))
+    if not app.registered_commands:
+        _register_all()
+    args = ["run", "--config", str(config), "--model", "tiny-qwen2", "--n-ctx", "4096", "--no-head-cache", "-p", "hi"]
+    res = CliRunner().invoke(app, [*args, "--kv-budget", "130"])
+    said = " ".join(res.output.split())  # the console wraps long lines
+    assert res.exit_code == 2, said
+    need = re.search(r"smaller than the pins at start: .* give at least (\d+)", said)
+    assert need is not None, said
+    assert int(need.group(1)) > 130

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nexus_agent.kv.attention import _layer_probs, read_cache
+from nexus_agent.kv.attention import layer_probs, read_cache
 from nexus_agent.kv.observe import AttentionObserver, AttnShape
 from nexus_agent.llm import ContextConfig, LlamaContext, LlamaModel
 from nexus_agent.models import resolve
@@ -39,7 +39,7 @@ def _check_q_path_matches_llama_softmax(model: LlamaModel, n_prompt: int) -> Non
         assert logits_q is not None and logits_kq is not None
         np.testing.assert_array_equal(logits_q, logits_kq)  # capturing changes nothing the model computes
         for layer in range(shape.n_layer):
-            ours = _layer_probs(q[:, layer], qpos, cache.k[layer], cache.pos).mean(axis=(0, 1))[0]
+            ours = layer_probs(q[:, layer], qpos, cache.k[layer], cache.pos).mean(axis=(0, 1))[0]
             theirs = last[layer, : n_prompt + 1]
             assert abs(float(last[layer, n_prompt + 1 :].sum())) < 1e-6  # cells past the query: masked
             np.testing.assert_allclose(ours, theirs, atol=2e-3, rtol=0)

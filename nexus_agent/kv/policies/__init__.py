@@ -15,19 +15,26 @@ nexus       direct score + λ × walk bridge score + recency tie-break, n-averag
             (paper 000, Eqs. 1–6; defaults of §5.1)
 lore        reliability-weighted projected leave-one-out deletion cost over the window and M sampled
             continuations (paper 002, Eqs. 1–7; defaults of Table 4)
+keydiff     minus each key's cosine to the mean key, no query (KeyDiff); the one that needs no attention
+kvzip       max attention from a teacher-forced "repeat the text" pass over the scored text (KVzip)
 ==========  =====================================================================================================
+
+Inside the memory manager (:mod:`nexus_agent.kv.memory`) the same classes are scorers: each turn's results are
+scored once, cell by cell (``block`` 1), when the turn completes.
 """
 
 from __future__ import annotations
 
 from nexus_agent.kv.policies.base import Observation, Policy
 from nexus_agent.kv.policies.h2o import H2O
+from nexus_agent.kv.policies.keydiff import KeyDiff
+from nexus_agent.kv.policies.kvzip import KVzip
 from nexus_agent.kv.policies.lore import Lore
 from nexus_agent.kv.policies.nexus import Nexus
 from nexus_agent.kv.policies.snapkv import SnapKV
 from nexus_agent.kv.policies.streaming import Streaming
 
-POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Streaming, H2O, SnapKV, Nexus, Lore)}
+POLICIES: dict[str, type[Policy]] = {p.name: p for p in (Streaming, H2O, SnapKV, Nexus, Lore, KeyDiff, KVzip)}
 # what ``--evict`` / ``AgentConfig.evict`` / ``EngineConfig.evict`` accept: a policy, or none (keep every token)
 EVICT_CHOICES = (*POLICIES, "none")
 

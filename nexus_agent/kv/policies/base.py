@@ -38,12 +38,29 @@ class Lookahead(Protocol):
 
 
 @dataclass
+class Rebuilt:
+    """A reconstruction pass (KVzip): the query rows [nq, L, H, D] at positions [nq] of a repeat prompt and the
+    text it repeats, decoded after the lane's cells, and the cache they saw (the lane's cells first, then the pass's
+    own tokens, in position order)."""
+
+    q: F32
+    qpos: npt.NDArray[np.int32]
+    cache: CacheView
+
+
+class Reconstruction(Protocol):
+    """Decodes "repeat the text" and the text, teacher-forced, in a scratch sequence that shares the lane's cells."""
+
+    def run(self, limit: int) -> Rebuilt: ...
+
+
+@dataclass
 class Observation:
     """One eviction step of one lane.
 
     ``cache``: the lane's cells in position order; block j is cells ``[j·block, (j+1)·block)``. ``q`` / ``qpos``:
     the observed query rows, oldest first, [nq, L, H, D] / [nq]. ``forced`` [Nk]: blocks that must stay.
-    ``lookahead`` and ``gram`` (W_Oₕᵀ W_Oₕ per layer) are there for policies that ask for them.
+    ``lookahead``, ``gram`` (W_Oₕᵀ W_Oₕ per layer) and ``reconstruction`` are there for policies that ask for them.
     """
 
     cache: CacheView
@@ -53,6 +70,7 @@ class Observation:
     block: int = 32
     lookahead: Lookahead | None = None
     gram: GramFn | None = None
+    reconstruction: Reconstruction | None = None
     _attention: dict[int, F32] = field(default_factory=dict, repr=False)  # rows → attention(rows)
 
     @property
@@ -84,12 +102,16 @@ class Observation:
 
 class Policy(ABC):
     """One eviction policy. ``window``: query rows it reads (the engine keeps at least that many). Flags say what
-    else the engine must gather for it."""
+    else the engine must gather for it: ``needs_attention`` (observed queries against the cached keys; not
+    available with flash attention on), ``needs_values`` (V and W_O), ``needs_lookahead`` (sampled continuations),
+    ``needs_reconstruction`` (a KVzip repeat pass)."""
 
     name: ClassVar[str]
     window: ClassVar[int] = 16
+    needs_attention: ClassVar[bool] = True
     needs_values: ClassVar[bool] = False
     needs_lookahead: ClassVar[bool] = False
+    needs_reconstruction: ClassVar[bool] = False
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = np.random.default_rng(seed)
