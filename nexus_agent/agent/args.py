@@ -278,6 +278,7 @@ class ArgumentWriter:
                 if args2 is not None and err2 is None:
                     gen, args, repaired = again, args2, True
         if args is not None and err is None:
+            args = owner_and_repo(tool, args)
             args = drop_ungrounded(
                 tool,
                 args,
@@ -305,6 +306,19 @@ class ArgumentWriter:
             return None, f"not valid JSON ({e.msg} at char {e.pos})", False
         err = validate(tool, args)
         return (args if err is None else None), err, True
+
+
+def owner_and_repo(tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
+    """``args`` with an ``owner`` written as ``owner/repo`` split into its two parameters, for a tool that has
+    both: an owner holds no slash, and qwen1.5b wrote ``{"owner": "acme/web", "repo": "web"}`` for "acme/web"."""
+    props = tool.input_schema.get("properties") or {}
+    owner = args.get("owner")
+    if not ("owner" in props and "repo" in props and isinstance(owner, str) and owner.count("/") == 1):
+        return args
+    first, second = owner.split("/")
+    if not (first and second) or args.get("repo") not in (None, "", second):
+        return args  # a repository of its own beside it: not ours to guess which is meant
+    return {**args, "owner": first, "repo": second}
 
 
 def _leaves(value: Any) -> list[str | int]:

@@ -184,3 +184,14 @@ def test_a_value_copied_from_an_example_is_found_and_a_stated_one_or_an_enum_cho
     said = "which issues in acme/larkspur are closed"
     assert copied_from_examples(tool, {"owner": "acme", "repo": "larkspur"}, examples, said) == []
     assert copied_from_examples(tool, {"owner": "acme", "repo": "larkspur"}, [], request) == []
+
+
+def test_an_owner_written_as_owner_slash_repo_is_split(reg: Registry) -> None:
+    from nexus_agent.agent.args import owner_and_repo
+
+    tool = reg.find("list_issues", "github")
+    assert owner_and_repo(tool, {"owner": "acme/web", "repo": "web"}) == {"owner": "acme", "repo": "web"}
+    assert owner_and_repo(tool, {"owner": "acme/web"}) == {"owner": "acme", "repo": "web"}
+    # a different repository beside it, or no slash: left as written
+    assert owner_and_repo(tool, {"owner": "acme/web", "repo": "api"}) == {"owner": "acme/web", "repo": "api"}
+    assert owner_and_repo(tool, {"owner": "acme", "repo": "web"}) == {"owner": "acme", "repo": "web"}
