@@ -79,8 +79,7 @@ class Calibration:
     def calibrate(self) -> dict[str, float]:
         """Calibrate τ (and the relevance floor) on registry-derived adversarial queries; cached on disk."""
         # the exemplars' text is part of the key: editing them moves the floor
-        # "own rows": the floor is taken over the tools' own rows (ToolIndex.own_scores), as the test reads them
-        cfg = json.dumps(asdict(self.cfg), sort_keys=True) + "\n".join(no_tool_exemplars()) + "own rows"
+        cfg = json.dumps(asdict(self.cfg), sort_keys=True) + "\n".join(no_tool_exemplars())
         key = f"{self.index.content_key()}-{digest(cfg)}"
         path = cache_path(self.index.embedder.fingerprint(), key, ".calib.json")
         if path.exists():
@@ -135,7 +134,7 @@ class Calibration:
         """``floor_percentile`` of the no-tool exemplars' best dense score among the tools in
         ``mask`` (over ``slb.keys``); +inf when the mask is empty (nothing can fit)."""
         if self._neg_scores is None:
-            self._neg_scores = np.stack([self.index.own_scores(v) for v in self.exemplar_vectors()])  # [query, tool]
+            self._neg_scores = np.stack([self.index.slb.scores(v) for v in self.exemplar_vectors()])  # [query, tool]
         if not mask.any():
             return float("inf")
         return float(np.percentile(self._neg_scores[:, mask].max(axis=1), self.cfg.no_tool.floor_percentile))

@@ -261,10 +261,8 @@ class ToolIndex:
 
     def own_scores(self, query: F32) -> F32:
         """Per-key score over the key's own rows only (its document and synthetic requests, not the requests of
-        its examples), float32 ``[len(slb)]`` in ``slb.keys`` order: what the relevance test and its floor read.
-        Example requests key a tool among tools; whether any tool fits is judged without them, since hundreds of
-        example requests share content words with requests no tool serves ("book a table" and "Add a table view
-        called Triage"). ``query``: float32 ``[dim]``, unit norm."""
+        its examples), float32 ``[len(slb)]`` in ``slb.keys`` order: the tool side of the small-talk test
+        (``Router._relevance``). ``query``: float32 ``[dim]``, unit norm."""
         rs = self.slb.row_scores(query)
         keys = self.slb.keys
         out = np.full(len(keys), -np.inf, dtype=np.float32)

@@ -392,16 +392,19 @@ class Router:
         """(relevant, small talk, best cosine to a no-tool exemplar) for a request and its non-empty pool: relevant
         when the pool's best dense score reaches the floor and the request is not nearer an exemplar (small talk)
         than any tool or tool request (docs/measurements.md#relevance)."""
-        # over the tools' own rows: example requests rank tools, they do not make a request relevant (own_scores)
-        own = self.index.own_scores(qvec)
-        if allowed is not None:
-            own = np.where(self.index.mask(allowed), own, -np.inf)
-        best_dense = float(own.max()) if len(own) else max(c.dense for c in pool)
+        best_dense = max(c.dense for c in pool)
         relevant = best_dense >= self.calibration.floor(allowed)
         if not self.cfg.no_tool.exemplars:
             return relevant, False, None
         ex_sim, request_sim = self.calibration.nearest(qvec, allowed)
-        small_talk = looks_like_no_tool(ex_sim, max(best_dense, request_sim))
+        # Small talk is judged against the tools' own words, not their example requests: hundreds of example
+        # requests share content words with requests no tool serves ("book a table for two" and "Add a table view
+        # called Triage"), while a real request stays near its tool's own rows (ToolIndex.own_scores)
+        own = self.index.own_scores(qvec)
+        if allowed is not None:
+            own = np.where(self.index.mask(allowed), own, -np.inf)
+        own_best = float(own.max()) if len(own) else best_dense
+        small_talk = looks_like_no_tool(ex_sim, max(own_best, request_sim))
         return relevant and not small_talk, small_talk, ex_sim
 
     def follow_up(self, query: str, history: Sequence[dict[str, str]], previous: PreviousTurn | None) -> bool:
