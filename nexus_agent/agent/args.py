@@ -272,7 +272,7 @@ class ArgumentWriter:
             if args is not None and err is None and copied_from_examples(tool, args, examples, context):
                 # the model took an example's value (its repository, a number) for the request's: the examples
                 # teach the form only, so the arguments are written again without them
-                _, plain = arg_prompt(tool, request, history, today, note)
+                plain = arg_messages(view, request, history, today, note)
                 again = self._attempt(plain, grammar)
                 args2, err2, _ = self._check(tool, again.text)
                 if args2 is not None and err2 is None:

@@ -150,10 +150,15 @@ class ToolIndex:
         if self.index_synthetic and tool.operation is None:
             # a consolidated tool's synthetic requests mix its operations: they key the tool, not one operation
             texts += self.synthetic.get(tool.qualified_name, [])[: self.cfg.retrieval.n_synthetic_indexed]
-        if self.cfg.examples.keys or tool.operation is not None:
-            # an example's request is a request this tool (operation) was verified to serve first: one more key
-            texts += self.example_requests(tool.key)
-        return texts
+        return texts + self.keying_requests(tool.key)
+
+    def keying_requests(self, key: str) -> list[str]:
+        """The example requests that key this routing key (its last SLB rows, and BM25 words): an example's request
+        is a request this tool (operation) was verified to serve first. An operation is always keyed by its own;
+        a whole tool only with ``examples.keys`` on."""
+        if not (self.cfg.examples.keys or self.tools[key].operation is not None):
+            return []
+        return self.example_requests(key)
 
     def _expand(self, tools: Iterable[Tool]) -> list[Tool]:
         """What is ranked: each operation of a consolidated tool on its own (``ExampleUses.operations``), the
@@ -246,10 +251,7 @@ class ToolIndex:
     def _lexical_document(self, key: str) -> str:
         """What BM25 reads of a tool: its document, and its examples' requests where they key it ("thumbs up",
         "tag … as" are words of requests, not of schemas)."""
-        tool = self.tools[key]
-        if not (self.cfg.examples.keys or tool.operation is not None):
-            return self.document(key)
-        return "\n".join([self.document(key), *self.example_requests(key)])
+        return "\n".join([self.document(key), *self.keying_requests(key)])
 
     @property
     def writes(self) -> Mask:
@@ -268,8 +270,7 @@ class ToolIndex:
         out = np.full(len(keys), -np.inf, dtype=np.float32)
         for i, k in enumerate(keys):
             rows = self.slb.row_ids(k)
-            n_examples = len(self.example_requests(k)) if (self.cfg.examples.keys or self.tools[k].operation) else 0
-            own = rows[: max(1, len(rows) - n_examples)]
+            own = rows[: max(1, len(rows) - len(self.keying_requests(k)))]  # the keying requests are the last rows
             out[i] = rs[own].max()
         return out
 
