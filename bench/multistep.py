@@ -97,14 +97,27 @@ async def run_nexus(task: Task, agent: NexusAgent) -> tuple[list[dict[str, Any]]
     chat = agent.open_chat()
     calls: list[dict[str, Any]] = []
     answer = ""
+    decision = ""  # how the step's tool was chosen (auto, escalated, planned…): read when a task fails
     try:
         async for ev in chat.run(task.request):
-            if ev.type == "tool_call":
-                calls.append({"name": _name(ev.server, ev.name), "arguments": ev.arguments, "is_error": False})
+            if ev.type == "route":
+                decision = ev.decision
+            elif ev.type == "tool_call":
+                calls.append(
+                    {"name": _name(ev.server, ev.name), "arguments": ev.arguments, "is_error": False, "route": decision}
+                )
             elif ev.type == "tool_result" and calls:
                 calls[-1]["is_error"] = ev.is_error
             elif ev.type == "tool_skipped":
-                calls.append({"name": _name(ev.server, ev.name), "arguments": {}, "is_error": True, "refused": True})
+                calls.append(
+                    {
+                        "name": _name(ev.server, ev.name),
+                        "arguments": {},
+                        "is_error": True,
+                        "refused": True,
+                        "route": decision,
+                    }
+                )
             elif ev.type == "answer":
                 answer = ev.text
             elif ev.type == "error":

@@ -59,7 +59,9 @@ class ToolResultEvent(_Event):
 
 class ToolSkippedEvent(_Event):
     """The routed tool was not used; ``reason`` says why for people. At step 1 the request is answered without a
-    tool; at a later step the loop stops there and the answer is written from the calls that ran."""
+    tool; at a later step the loop stops there and the answer is written from the calls that ran. One exception: a
+    write whose object the request describes but does not identify waits for a lookup (the agent loop): a route
+    event for the lookup follows, at step 1 too, and the write comes after it."""
 
     type: Literal["tool_skipped"] = "tool_skipped"
     name: str

@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from nexus_agent.agent import forms
@@ -243,6 +244,28 @@ def ungrounded_identifiers(
         and isinstance(v, int | float | str)
         and not given(k, v, props.get(k) or {})
     }
+
+
+MAX_PROBES = 64  # numbers tried as the identifier (a long history's outputs hold hundreds)
+
+
+def identifier_given(tool: Tool, name: str, request: Request | str, history: Sequence[Mapping[str, str]] = ()) -> bool:
+    """Whether the conversation gives a value for ``tool``'s identifier parameter ``name`` before any is written:
+    a number of the request outside its quoted values ("Leave 'Handled in #5' on the issue about rate limiting"
+    gives no issue), or of an earlier message, that :func:`ungrounded_identifiers` would take for it. True for an
+    identifier that is not a number (a SHA, a node id): what names one is not checked here."""
+    prop = (tool.input_schema.get("properties") or {}).get(name) or {}
+    if prop.get("type") not in ("integer", "number"):
+        return True
+    req = Request.of(request)
+    own = req.text
+    for q in req.quoted:
+        own = own.replace(q, " ")
+    asked = Request.parse(own)
+    earlier = [n for m in history for n in re.findall(r"(?<![\w.])\d+(?!\w)", m.get("content", ""))]
+    said = list(dict.fromkeys([*asked.numbers, *asked.refs, *earlier]))[:MAX_PROBES]
+    probe = replace(tool, input_schema={"properties": {name: prop}, "required": [name]})
+    return any(not ungrounded_identifiers(probe, {name: int(n)}, asked, history) for n in said)
 
 
 def gives_a_required_value(

@@ -80,6 +80,9 @@ class AgentRouter:
             return self.router.closest_examples(query, tool, operation, uses.arg_examples)
         return []
 
+    def object_params(self, tool: str, operation: str | None) -> list[str]:
+        return self.router.object_params(tool, operation)
+
     def after_turn(self) -> None:
         """Compile, within a small budget, the candidate lines the turn's decision found without a block
         (``--splice auto``); the next decisions splice them."""

@@ -81,6 +81,15 @@ class ExampleSet:
         rows = self._usages.get(qualified, [])
         return rows if operation is None else [u for u in rows if u.operation == operation]
 
+    def always_set(self, qualified: str, operation: str | None = None) -> set[str]:
+        """The arguments every call of ``qualified`` (of ``operation``) in the set writes, when it has two or more:
+        what such a call cannot do without, though its schema may leave it optional (``issue_write`` update's
+        ``issue_number``: the schema is shared with create, which has none)."""
+        rows = self.usages(qualified, operation)
+        if len(rows) < 2:
+            return set()
+        return set.intersection(*(set(u.arguments) for u in rows))
+
     def diverse(self, qualified: str, operation: str | None = None, k: int = 5) -> list[Usage]:
         """Up to ``k`` single-call examples of a tool (and operation) in bank order (a user's file first): first one
         for each set of arguments a call sets (closing, renaming, labelling and assigning are each an ``issue_write``
@@ -114,6 +123,13 @@ class ExampleSet:
         props = (tool.input_schema.get("properties") or {}) if tool is not None else {}
         choice = {k for k, p in props.items() if isinstance(p, dict) and ("enum" in p or p.get("type") == "boolean")}
         return (str(u.operation), *sorted(f"{k}={v}" if k in choice else k for k, v in u.arguments.items()))
+
+    def lookups_before(self, qualified: str) -> set[str]:
+        """The tools (qualified names) whose call comes before a call of ``qualified`` in a multi-step example: how
+        the examples find the object that call changes (``search_issues`` before an ``issue_write`` update)."""
+        return {
+            f"{u.example.server}__{c.tool}" for u in self._usages.get(qualified, []) for c in u.example.calls[: u.index]
+        }
 
     def first_calls(self) -> list[Usage]:
         """The first call of every example that has a request: what routing should pick for that request."""

@@ -26,7 +26,7 @@ import numpy.typing as npt
 from nexus_agent import defaults
 from nexus_agent.backend import Backend, LocalBackend
 from nexus_agent.examples import Example, ExampleSet, Usage
-from nexus_agent.registry import OPERATION_SEP, Tool, split_key
+from nexus_agent.registry import IDENTIFIER, OPERATION_PARAMS, OPERATION_SEP, Tool, split_key
 from nexus_agent.routing.calibration import Calibration
 from nexus_agent.routing.embedders import create_embedder
 from nexus_agent.routing.embedders.base import Embedder
@@ -170,9 +170,15 @@ class Router:
             return None
         if tool.operation is None:
             return tool.key
-        op = (arguments or {}).get(tool.operation_param or "")
-        key = f"{qualified}{OPERATION_SEP}{op}"
-        return key if key in self.tools else tool.key
+        # the operation tools fix their parameter to one value, so it no longer reads as the operation parameter
+        # (``Tool.operation_param`` wants a choice): each name it may have is tried (measured: read through
+        # ``operation_param``, an ``issue_write`` update came back as whichever operation ``by_name`` held, create,
+        # and the loop wrote it again as a create)
+        for param in sorted(OPERATION_PARAMS):
+            key = f"{qualified}{OPERATION_SEP}{(arguments or {}).get(param)}"
+            if key in self.tools:
+                return key
+        return tool.key
 
     def warm(self) -> None:
         """Hold the decision's and the relevance judge's stable heads in their lanes now (start-up), loaded from disk
@@ -189,6 +195,20 @@ class Router:
 
     def _forget_names(self) -> None:
         self._by_name = None
+
+    def object_params(self, qualified: str, operation: str | None = None) -> list[str]:
+        """The identifier parameters (``IDENTIFIER``: ``issue_number``, ``pullNumber`` …) that name the existing
+        object a call of ``qualified`` (of ``operation``) acts on: the required ones, and the ones its every example
+        sets (an update's ``issue_number``, optional in a schema shared with create). Empty when it acts on none it
+        must be told (a create, a search)."""
+        with self.lock:
+            tool = self.tools.get(f"{qualified}{OPERATION_SEP}{operation}") or self.by_name().get(qualified)
+            if tool is None:
+                return []
+            props = tool.input_schema.get("properties") or {}
+            always = self.index.examples.always_set(qualified, operation)
+            named = [*(tool.input_schema.get("required") or []), *sorted(always)]
+            return [k for k in dict.fromkeys(named) if k in props and IDENTIFIER.search(k)]
 
     def closest_examples(self, query: str, qualified: str, operation: str | None = None, k: int = 3) -> list[Usage]:
         """Up to ``k`` single-call examples of ``qualified`` (of ``operation``) closest to ``query``."""
@@ -608,7 +628,12 @@ class Router:
                     for k, t in self.tools.items()
                     if t.server == tool.server and t.read_only_hint is True and not t.requires_identifier
                 }
-                found = self.retrieve(query, allowed) if allowed else []
+                # the ones the examples find this write's object with, when they show any (measured: by retrieval
+                # alone "assign the pagination bug to bob-kim" was looked up with list_issues, ten rows of which
+                # none was the one described, where the examples search)
+                shown = self.index.examples.lookups_before(tool.qualified_name)
+                preferred = {k for k in allowed if self.tools[k].qualified_name in shown}
+                found = self.retrieve(query, preferred or allowed) if allowed else []
             return found[0] if found else None
         before = calls[-2] if len(calls) >= 2 else None
         if (

@@ -92,6 +92,9 @@ class _Script:
     def examples_for(self, query: str, tool: str, operation: str | None, uses: Any) -> list[Any]:
         return []
 
+    def object_params(self, tool: str, operation: str | None) -> list[str]:
+        return []
+
     def apply_diff(self, changed: list[Tool], removed: list[str]) -> None:
         pass
 

@@ -106,6 +106,9 @@ class _Route:
     def examples_for(self, query: str, tool: str, operation: str | None, uses: Any) -> list[Any]:
         return []
 
+    def object_params(self, tool: str, operation: str | None) -> list[str]:
+        return []
+
     def after_turn(self) -> None:
         pass
 

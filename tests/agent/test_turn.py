@@ -160,6 +160,9 @@ class _RoutesTo:
     def examples_for(self, query: str, tool: str, operation: str | None, uses: Any) -> list[Any]:
         return []
 
+    def object_params(self, tool: str, operation: str | None) -> list[str]:
+        return []
+
 
 def test_routing_is_told_the_last_tool_turn_past_small_talk(engine: Engine, tools: dict[str, Tool]) -> None:
     convo = Conversation(

@@ -142,3 +142,38 @@ def test_bench_identifier_hint(tmp_path: Path) -> None:
     assert identifier_given(task).request.endswith("(that is issue #1)")
     pr = next(t for t in load_tasks() if t.id == "gh-ready-dark-mode")
     assert identifier_given(pr).request.endswith("(that is pull request #2)")
+
+
+def test_a_call_keeps_its_operation_and_names_the_object_it_needs() -> None:
+    from nexus_agent.agent.grounding import identifier_given
+    from nexus_agent.routing.options import RouterConfig
+    from nexus_agent.routing.router import Router
+
+    r = Router([WRITE], _Words(), RouterConfig(), examples=BANK)
+    assert set(r.tools) == {"tracker__ticket_write#create", "tracker__ticket_write#update"}
+    # an update call comes back as the update, whichever operation stands for the name
+    assert r.key_for(WRITE.qualified_name, {"method": "update", "id": 4}) == "tracker__ticket_write#update"
+    assert r.key_for(WRITE.qualified_name, {"method": "create"}) == "tracker__ticket_write#create"
+    # every update example sets the ticket's id (optional in the shared schema); a create names no object
+    assert r.object_params(WRITE.qualified_name, "update") == ["id"]
+    assert r.object_params(WRITE.qualified_name, "create") == []
+    assert not identifier_given(WRITE, "id", "close the ticket about the slow login")
+    assert identifier_given(WRITE, "id", "close ticket 12")
+    # a number inside the text to write is not the object's
+    assert not identifier_given(WRITE, "id", "comment 'fixed in #5' on the ticket about the slow login")
+    # an earlier turn that named the ticket gives it
+    said = [{"role": "user", "content": "what does ticket 12 say?"}, {"role": "assistant", "content": "It says…"}]
+    assert identifier_given(WRITE, "id", "close it", said)
+    assert not identifier_given(WRITE, "id", "close it")
+    # the examples say how such an object is found: the tools called before the write in a multi-step example
+    found = Example(
+        request="close the ticket about the slow login",
+        calls=[
+            {"tool": "search_tickets", "arguments": {"query": "slow login"}},
+            {"tool": "ticket_write", "arguments": {"method": "update", "id": 7, "state": "closed"}},
+        ],
+        server="tracker",
+    )
+    bank = ExampleSet([*BANK.examples, found], {WRITE.qualified_name: WRITE})
+    assert bank.lookups_before(WRITE.qualified_name) == {"tracker__search_tickets"}
+    assert BANK.lookups_before(WRITE.qualified_name) == set()
