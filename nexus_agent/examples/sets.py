@@ -124,13 +124,6 @@ class ExampleSet:
         choice = {k for k, p in props.items() if isinstance(p, dict) and ("enum" in p or p.get("type") == "boolean")}
         return (str(u.operation), *sorted(f"{k}={v}" if k in choice else k for k, v in u.arguments.items()))
 
-    def lookups_before(self, qualified: str) -> set[str]:
-        """The tools (qualified names) whose call comes before a call of ``qualified`` in a multi-step example: how
-        the examples find the object that call changes (``search_issues`` before an ``issue_write`` update)."""
-        return {
-            f"{u.example.server}__{c.tool}" for u in self._usages.get(qualified, []) for c in u.example.calls[: u.index]
-        }
-
     def first_calls(self) -> list[Usage]:
         """The first call of every example that has a request: what routing should pick for that request."""
         return [u for rows in self._usages.values() for u in rows if u.index == 0 and u.request]

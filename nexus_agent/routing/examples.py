@@ -34,6 +34,10 @@ class ExampleIndex:
         sims = self.cache.queries(list(requests)) @ qvec
         return [int(i) for i in np.argsort(-sims, kind="stable")]
 
+    def similarity(self, qvec: F32, request: str) -> float:
+        """Cosine between a request's embedding and ``qvec`` (unit vectors)."""
+        return float(self.cache.queries([request])[0] @ qvec)
+
     def closest(
         self, qvec: F32 | None, qualified: str, operation: str | None = None, k: int = 3, alone: bool = True
     ) -> list[Usage]:
@@ -55,6 +59,18 @@ class ExampleIndex:
         """Up to ``k`` multi-step examples of ``server``, closest to the request first."""
         rows = self.examples.multi_step(server)
         return [rows[i] for i in self._rank(qvec, [ex.request for ex in rows])][:k]
+
+    def lookup_for(self, qvec: F32 | None, qualified: str, allowed: set[str]) -> str | None:
+        """How the examples find the object a call of ``qualified`` changes: in the multi-step example closest to
+        the request among those that call ``qualified`` after something else, the first call before it whose tool is
+        in ``allowed`` (qualified names); None when no example shows one."""
+        rows = [u for u in self.examples.usages(qualified) if u.index > 0 and u.request]
+        for i in self._rank(qvec, [u.request for u in rows]):
+            u = rows[i]
+            found = [q for c in u.example.calls[: u.index] if (q := f"{u.example.server}__{c.tool}") in allowed]
+            if found:
+                return found[0]
+        return None
 
 
 def _distinct(rows: list[Usage]) -> list[Usage]:

@@ -585,3 +585,25 @@ def test_a_write_to_an_object_a_read_found_missing_is_not_run(
     skipped = next(e for e in events if e.type == "tool_skipped")
     assert "found it missing" in skipped.reason and "does not exist" in skipped.reason  # type: ignore[union-attr]
     assert events[-1].text.startswith("Nothing was changed: add_issue_comment was not run")  # type: ignore[union-attr]
+
+
+def test_a_lookup_searches_by_the_words_that_describe_its_object() -> None:
+    from nexus_agent.agent.request import Request
+    from nexus_agent.agent.turn import searched_by_description
+
+    search = Tool(
+        "github", "search_issues", "Search issues.", {"type": "object", "properties": {"query": {"type": "string"}}}
+    )
+    asked = Request.parse("Close the acme/web issue about the search keyboard shortcut")
+    # a query of the repository's name only is replaced by the describing words, in the request's order
+    assert searched_by_description(search, {"query": "acme/web", "owner": "acme"}, asked) == {
+        "query": "Close search keyboard shortcut",
+        "owner": "acme",
+    }
+    # one that shares a describing word is the model's to keep
+    kept = {"query": "keyboard shortcut"}
+    assert searched_by_description(search, kept, asked) == kept
+    listing = Tool(
+        "github", "list_issues", "List issues.", {"type": "object", "properties": {"state": {"type": "string"}}}
+    )
+    assert searched_by_description(listing, {"state": "open"}, asked) == {"state": "open"}

@@ -174,6 +174,8 @@ def test_a_call_keeps_its_operation_and_names_the_object_it_needs() -> None:
         ],
         server="tracker",
     )
-    bank = ExampleSet([*BANK.examples, found], {WRITE.qualified_name: WRITE})
-    assert bank.lookups_before(WRITE.qualified_name) == {"tracker__search_tickets"}
-    assert BANK.lookups_before(WRITE.qualified_name) == set()
+    idx = ExampleIndex(ExampleSet([*BANK.examples, found], {WRITE.qualified_name: WRITE}), EmbeddingCache(_Words()))
+    qvec = _Words().embed_queries(["close the ticket about the broken footer"])[0]
+    assert idx.lookup_for(qvec, WRITE.qualified_name, {"tracker__search_tickets"}) == "tracker__search_tickets"
+    assert idx.lookup_for(qvec, WRITE.qualified_name, {"tracker__list_tickets"}) is None
+    assert ExampleIndex(BANK, EmbeddingCache(_Words())).lookup_for(qvec, WRITE.qualified_name, set()) is None
