@@ -379,11 +379,11 @@ def _loop(
     waiting = _look_up_first(deps, qualified, operation, request, history, window, emit)
     if waiting is not None:
         # the write waits for its object: the lookup runs first and the write follows it (router._planned_step)
-        tried.append(waiting[0])
-        not_run.append(waiting[1])
-        qualified, operation = waiting[2].tool or qualified, waiting[2].operation
+        tried.append(waiting.call)
+        not_run.append(waiting.unrun)
+        qualified, operation = waiting.lookup.tool or qualified, waiting.lookup.operation
     while True:
-        purpose = waiting[3] if waiting is not None and not steps else None
+        purpose = waiting.note if waiting is not None and not steps else None
         got = _call_step(deps, qualified, operation, request, history, steps, step, emit, check, purpose=purpose)
         if isinstance(got, _Halt) and step == 1:
             if got.stage == "skip":
@@ -444,7 +444,7 @@ def _loop(
             break
         qualified, operation = nxt.tool, nxt.operation
     if waiting is not None and any(s.qualified == first for s in steps):
-        not_run.remove(waiting[1])  # the write ran after its lookup: its own outcome is what the answer reports
+        not_run.remove(waiting.unrun)  # the write ran after its lookup: its own outcome is what the answer reports
     if (failed := _changes_not_made(steps, not_run)) is not None:
         return failed
     return _answer_prompt(deps, request, history, steps, note), deps.lane
@@ -464,6 +464,17 @@ def searched_by_description(tool: Tool, args: dict[str, Any], request: Request) 
     return {**args, "query": " ".join(dict.fromkeys(said))}
 
 
+@dataclass(frozen=True)
+class _Waiting:
+    """A write that waits for its object's lookup: as the next-step decision reads it (``call``, not run), the line
+    the answer reports if the lookup finds nothing (``unrun``), the lookup's route, and its argument note."""
+
+    call: CallSoFar
+    unrun: str
+    lookup: RouteOutcome
+    note: str
+
+
 def _look_up_first(
     deps: TurnDeps,
     qualified: str,
@@ -472,13 +483,11 @@ def _look_up_first(
     history: list[dict[str, str]],
     window: list[dict[str, str]],
     emit: Emit,
-) -> tuple[CallSoFar, str, RouteOutcome, str] | None:
+) -> _Waiting | None:
     """When the routed write acts on an existing object (:meth:`TurnRouter.object_params`) that the conversation
     does not identify ("close the issue about the login button": no number), its arguments are not written yet:
-    the lookup the router plans for it runs first, and the write follows with what it found. Returns the write as
-    the next-step decision reads it (not run), the line the answer reports if the lookup finds nothing, the
-    lookup's route and its argument note; None when the write names its object, the loop has one step, or no lookup
-    is planned.
+    the lookup the router plans for it runs first, and the write follows with what it found. None when the write
+    names its object, the loop has one step, or no lookup is planned.
 
     Measured on the multi-step tune tasks (qwen1.5b, all examples): written at once, such a write ran on an object
     nobody named (``issue_number`` 1) or with a made-up field in place of the number (``issue_fields``), and the
@@ -497,7 +506,9 @@ def _look_up_first(
         return None  # no planned lookup: the arguments are written as for any write
     emit(ToolSkippedEvent(name=tool.name, server=tool.server, reason=why, step=1))
     _emit_route(emit, nxt, 1)
-    return waiting, f"{tool.name} was not run: {why}", nxt, LOOKUP.format(tool=tool.name, params=", ".join(params))
+    return _Waiting(
+        waiting, f"{tool.name} was not run: {why}", nxt, LOOKUP.format(tool=tool.name, params=", ".join(params))
+    )
 
 
 # An error that names what to change in the arguments: a parameter, a missing or required value, an unsupported or

@@ -607,3 +607,54 @@ def test_a_lookup_searches_by_the_words_that_describe_its_object() -> None:
         "github", "list_issues", "List issues.", {"type": "object", "properties": {"state": {"type": "string"}}}
     )
     assert searched_by_description(listing, {"state": "open"}, asked) == {"state": "open"}
+
+
+class _LooksUp(_Script):
+    """The router as it plans a lookup: the comment acts on an issue (its ``issue_number``), and a write that has not
+    run is followed by the planned search (decision ``auto``), then by the write."""
+
+    def object_params(self, tool: str, operation: str | None) -> list[str]:
+        return ["issue_number"] if tool == COMMENT else []
+
+    def next_step(self, query: str, window: list[dict[str, str]], calls: Sequence[CallSoFar]) -> RouteOutcome:
+        out = super().next_step(query, window, calls)
+        return RouteOutcome("auto", out.tool, [], 0.0) if out.tool else out
+
+
+@pytest.mark.parametrize("found", [True, False])
+def test_a_write_whose_object_is_only_described_waits_for_its_lookup(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch, found: bool
+) -> None:
+    notes: dict[str, str | None] = {}
+
+    def write(self: Any, tool: Tool, *a: Any, **k: Any) -> Any:
+        notes[tool.name] = k.get("note")
+        return SimpleNamespace(arguments=dict(_ARGS[tool.name]), schema_error=None)
+
+    monkeypatch.setattr(ArgumentWriter, "write", write)
+    # after a lookup that found nothing the router says done (Router._looked_up_nothing)
+    router = _LooksUp(COMMENT, [SEARCH, COMMENT] if found else [SEARCH])
+    calls: list[tuple[str, dict[str, Any]]] = []
+    empty = json.dumps({"total_count": 0, "items": []})
+    results: dict[str, CallResult | Exception] = {
+        SEARCH: CallResult(FOUND if found else empty, False),
+        COMMENT: CallResult("{}", False),
+    }
+    events: list[Event] = []
+    run_turn(_deps(engine, router, tools, calls, results, max_steps=2), Conversation(), REQUEST, events.append)
+    # the comment's arguments are not written before the search: it waits, and the search is step 1
+    steps = [(e.type, getattr(e, "step", None)) for e in events if e.type not in ("token", "answer")]
+    assert steps[:5] == [("route", 1), ("tool_skipped", 1), ("route", 1), ("tool_call", 1), ("tool_result", 1)]
+    skipped = next(e for e in events if e.type == "tool_skipped")
+    assert "looked up first" in skipped.reason and "issue_number" in skipped.reason  # type: ignore[union-attr]
+    assert "finds the object that add_issue_comment will then change" in str(notes["search_issues"])
+    # the decision was shown the waiting write as a call that did not run
+    assert router.seen[0][0].tool == COMMENT and not router.seen[0][0].ran
+    if found:
+        assert [c[0] for c in calls] == [SEARCH, COMMENT]  # two calls within a budget of two
+        assert "Nothing was changed" not in events[-1].text  # type: ignore[union-attr]
+    else:
+        # the lookup found nothing: no write is tried, and the answer says why
+        assert [c[0] for c in calls] == [SEARCH] and sum(e.type == "tool_skipped" for e in events) == 1
+        text = events[-1].text  # type: ignore[union-attr]
+        assert text.startswith("Nothing was changed: add_issue_comment was not run") and "looked up first" in text
