@@ -17,6 +17,8 @@ Parts:
   calls per task, p50 seconds (``bench/multistep.py``'s runner and checks). ``--steps-baseline N`` adds the ``all``
   arm at N steps (the loop-default question).
 - ``eval``: ``eval-args`` and ``eval-routing`` on ``github_dev`` and ``mixed_dev`` (``--eval-limit`` items each).
+- ``first-writes``: how each GitHub task's first write is routed (retrieval's first candidate, the routed
+  choice), per arm: the first write is what a multi-step task rests on.
 - ``latency``: ``bench/turn_latency.py --parts one-shot`` per arm: the stages' seconds and the argument prompt's
   tokens.
 Writes ``OUT`` (JSON) and ``OUT`` with ``.md``; each part's rows are kept in ``OUT`` as they finish, so a later run
@@ -179,6 +181,60 @@ def part_latency(a: argparse.Namespace) -> dict[str, Any]:
     return dict(json.loads(dest.read_text()))
 
 
+def part_first_writes(a: argparse.Namespace, log: Any) -> dict[str, Any]:
+    """The routing of each GitHub task's first write, with no earlier call: for every multi-step and single-call
+    task of ``--split`` on the GitHub server alone, the first gold call whose tool may write; retrieval's first
+    candidate and the routed choice (the LLM decision where it is asked), per arm. What the loop's first write
+    rests on, at a fraction of a task's cost (one routing per task, no arguments, no calls)."""
+    from nexus_agent.agent.routing_adapter import AgentRouter
+    from nexus_agent.backend import LocalBackend
+    from nexus_agent.engine import Engine, EngineConfig
+    from nexus_agent.examples import gather
+    from nexus_agent.examples.uses import example_uses
+    from nexus_agent.registry import tool_from_mcp
+    from nexus_agent.routing.options import RouterOptions
+    from nexus_agent.sandbox.github.tools import ToolCatalog
+
+    tools = [tool_from_mcp(d, "github") for d in ToolCatalog.load().definitions.values()]
+    writes = {t.name for t in tools if t.read_only_hint is not True}
+    tasks = [
+        t
+        for t in load_tasks(split=a.split)
+        if t.servers == ["github"] and t.kind != "absent" and any(g.tool in writes for g in t.gold)
+    ]
+    engine = Engine(EngineConfig(n_ctx=4096))
+    out: dict[str, Any] = {}
+    try:
+        for arm in a.arms.split(","):
+            uses = example_uses(arm)
+            bank = gather(tools, {}, lambda line: None) if uses.any else None
+            router = AgentRouter.create(tools, RouterOptions(), LocalBackend(engine), bank, uses).router
+            rows = []
+            for t in tasks:
+                g = next(g for g in t.gold if g.tool in writes)
+                op = g.arguments.get("method")
+                gold = f"{g.tool}.{op}" if isinstance(op, str) else g.tool
+                top = router.retrieve(t.request)[0].key.split("__", 1)[1].replace("#", ".")
+                res = router.route(t.request)
+                chose = None
+                if res.tool is not None:
+                    chose = res.tool.split("__", 1)[1] + (f".{res.operation}" if res.operation else "")
+                rows.append({"id": t.id, "gold": gold, "retrieval": top, "routed": chose, "decision": res.decision})
+                print(f"[first-writes {arm}] {t.id}: gold={gold} routed={chose} ({res.decision})", file=log)
+                log.flush()
+            n = len(rows)
+            out[arm] = {
+                "arm": arm,
+                "n": n,
+                "retrieval_top1": sum(r["retrieval"] == r["gold"] for r in rows),
+                "routed": sum(r["routed"] == r["gold"] for r in rows),
+                "rows": rows,
+            }
+    finally:
+        engine.close()
+    return out
+
+
 def markdown(report: dict[str, Any]) -> str:
     lines = ["# Examples (issue 54): each use on its own", ""]
     for part in ("ceiling", "check"):
@@ -206,6 +262,16 @@ def markdown(report: dict[str, Any]) -> str:
                 f"| {r['arm']} | {r['max_steps']} | {cell(s['success'])} | {cell(s['multi'])} | {cell(s['single'])} "
                 f"| {cell(s['absent_no_write'])} | {s['claims_unrun']} | {s['calls_per_task']:.1f} | {s['p50_s']:.0f} |"
             )
+        lines.append("")
+    if report.get("first-writes"):
+        lines += [
+            f"## First writes, split {report['args'].get('split', 'check')} (GitHub tasks, the first gold write)",
+            "",
+            "| arm | tasks | retrieval's first candidate | routed (the decision where asked) |",
+            "|---|---|---|---|",
+        ]
+        for r in report["first-writes"].values():
+            lines.append(f"| {r['arm']} | {r['n']} | {r['retrieval_top1']} | {r['routed']} |")
         lines.append("")
     if report.get("eval"):
         lines += ["## eval-args / eval-routing", "", "| arm / set / command | summary |", "|---|---|"]
@@ -256,6 +322,8 @@ def main() -> None:
             got = part_eval(a)
         elif part == "latency":
             got = part_latency(a)
+        elif part == "first-writes":
+            got = part_first_writes(a, log)
         else:
             ap.error(f"unknown part {part!r}")
         report.setdefault(part, {}).update(got)

@@ -24,7 +24,10 @@ class ExampleUses:
 
     keys: bool = True
     decision: bool = True
-    decision_examples: int = 4  # how many of the decision's first candidates show their closest example
+    decision_examples: int = 4  # how many of the decision's candidates show their closest example
+    # which: the ones whose closest examples are closest to the request, or the first places of the pool (the
+    # candidates' own order; an operation's line then shows only its fixed examples)
+    decision_examples_by: Literal["closest", "position"] = "closest"
     # a request for a change whose first ``write_pool`` candidates hold two or more tools that may write goes to the
     # decision (which reads the examples) whatever retrieval's margin: that margin, between two writes of one object
     # (assign a person / assign Copilot; an issue's update / create), says little about which is meant, and a wrong
@@ -61,6 +64,7 @@ ARMS: dict[str, ExampleUses] = {
     "no-escalate": ExampleUses(escalate_writes=False),
     "no-operations": ExampleUses(operations=False),
     "no-arguments": ExampleUses(arguments="off"),
+    "position-examples": ExampleUses(decision_examples_by="position"),
 }
 
 

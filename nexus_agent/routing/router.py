@@ -244,9 +244,13 @@ class Router:
                 )
                 if u is None or (t.operation is not None and u.request in t.description):
                     best.append(("", -1.0))
+                elif self.cfg.examples.decision_examples_by == "position":
+                    # the earlier rule: an operation's line shows only its fixed examples
+                    best.append(("", -1.0) if t.operation is not None else (u.request, 0.0))
                 else:
                     best.append((u.request, self.examples.similarity(qvec, u.request)))
-        shown = set(sorted(range(len(pool)), key=lambda i: -best[i][1])[:n])
+        by_place = self.cfg.examples.decision_examples_by == "position"
+        shown = set(range(n)) if by_place else set(sorted(range(len(pool)), key=lambda i: -best[i][1])[:n])
         return [best[i][0] if i in shown else "" for i in range(len(pool))]
 
     def calibrate(self) -> dict[str, float]:

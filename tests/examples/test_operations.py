@@ -179,3 +179,21 @@ def test_a_call_keeps_its_operation_and_names_the_object_it_needs() -> None:
     assert idx.lookup_for(qvec, WRITE.qualified_name, {"tracker__search_tickets"}) == "tracker__search_tickets"
     assert idx.lookup_for(qvec, WRITE.qualified_name, {"tracker__list_tickets"}) is None
     assert ExampleIndex(BANK, EmbeddingCache(_Words())).lookup_for(qvec, WRITE.qualified_name, set()) is None
+
+
+def test_the_decision_shows_the_closest_examples_wherever_their_candidates_stand() -> None:
+    from nexus_agent.examples.uses import ExampleUses
+    from nexus_agent.routing.options import RouterConfig
+    from nexus_agent.routing.router import Router
+
+    def shown(by: str) -> list[str]:
+        cfg = RouterConfig().tuned(examples={"decision_examples": 1, "decision_examples_by": by})
+        r = Router([WRITE], _Words(), cfg, examples=BANK)
+        pool = [r.tools["tracker__ticket_write#create"], r.tools["tracker__ticket_write#update"]]
+        return r._decision_examples("please shut ticket 9", pool)
+
+    # the update's closest example ("shut ticket 5 please") is not among the two its line shows: it is shown, though
+    # the update stands second; by place, the first candidate's line already shows its examples, so none is
+    assert shown("closest") == ["", "shut ticket 5 please"]
+    assert shown("position") == ["", ""]
+    assert ExampleUses().decision_examples_by == "closest"
