@@ -70,11 +70,25 @@ def asks_for_change(query: str) -> bool:
     return bool(_CHANGE.search(query))
 
 
+# text in quotes is a value to write (a comment, a title), not a step: "Comment 'ping' on …", "titled 'Add …'"
+_QUOTED = re.compile(r"(?<!\w)(?:'[^']*'|\"[^\"]*\"|“[^”]*”|‘[^’]*’)(?!\w)")
+# where one step of a request ends: a comma, semicolon or sentence end before a space, "and", and before "then"
+_CLAUSE = re.compile(r"[,;.!?]+(?:\s+|$)|\s+and\s+|\s+(?=then\b)", re.IGNORECASE)
+
+
 def steps_named(query: str) -> int:
-    """How many changes and checks ``query`` names (0: it asks to be told something). Once as many writes have
-    succeeded, the request is carried out without asking the next-step decision."""
-    changes = len(_CHANGE.findall(query))
-    return changes + len(_CHECK.findall(query)) if changes else 0
+    """How many changes and checks ``query`` names (0: it asks to be told something): its clauses (split at commas,
+    "and", "then") with a change verb or a check in them, outside quoted values. Once as many writes have
+    succeeded, the request is carried out without asking the next-step decision.
+
+    A clause counts once: counting every verb, "Create a label called wontfix in acme/docs, colour ffffff" named
+    two changes ("create", "label"), and after the label was made the decision went on to ``create_repository``
+    (measured on the check split)."""
+    if not _CHANGE.search(query):
+        return 0
+    clauses = _CLAUSE.split(_QUOTED.sub(" ", query))
+    changes = sum(1 for c in clauses if _CHANGE.search(c))
+    return changes + sum(1 for c in clauses if _CHECK.search(c) and not _CHANGE.search(c)) if changes else 0
 
 
 # Words that only make sense against something said before: pronouns and demonstratives, ordinals and relative

@@ -403,8 +403,15 @@ def test_next_step_routing_asks_only_when_a_change_is_asked_and_never_offers_a_w
     nothing = CallSoFar(SEARCH, {"query": "dark mode"}, "0 items:", empty=True)
     out = router.next_step("comment 'done' on the acme/api issue about dark mode", [], [refused[0], nothing])
     assert out.decision == "done" and out.tool is None and len(picks.pools) == n_before
-    assert steps_named("close it") == 1 and steps_named("create it and then show me the list") == 3
+    assert steps_named("close it") == 1 and steps_named("create it and then show me the list") == 2
     assert steps_named("list the open pull requests") == 0
+    # a clause counts once, and quoted text is a value, not a step (measured: after "Create a label called wontfix
+    # in acme/docs, colour ffffff" had made the label, two named changes sent the loop on to create_repository)
+    assert steps_named("Create a label called wontfix in acme/docs, colour ffffff.") == 1
+    assert steps_named("Comment 'ping' on the acme/docs issue about the Kubernetes deployment guide.") == 1
+    assert steps_named("Open an issue in acme/api titled 'Add request IDs to the logs'.") == 1
+    assert steps_named("Stage src/calc.py in /r, commit it as 'Tax-aware total', then show me the log") == 3
+    assert steps_named("Close the issue about the shortcut, and let bob-kim know in a comment on it.") == 2
 
 
 def test_a_change_that_could_not_be_made_is_looked_up_then_made_again_once(tools: dict[str, Tool]) -> None:
