@@ -92,14 +92,14 @@ LATER_STEP = (
 )
 
 
-# A write that ran and failed on a parameter, written again once (ExampleUses.repair): the arguments see the error.
-# the argument request of the lookup a write waits for (turn._look_up_first): measured, without it qwen1.5b searched
-# for "acme/api", the repository, and found nothing, so the described issue was never changed
+# The argument request of the lookup a write waits for (turn._look_up_first): measured, without it qwen1.5b searched
+# for "acme/api", the repository, and found nothing, so the described issue was never changed.
 LOOKUP = (
     "(This call finds the object that {tool} will then change, which needs its {params}: the one the request "
     "describes. Search by the words that describe it, not by its repository's name.)"
 )
 
+# A write that ran and failed on a parameter, written again once (ExampleUses.repair): the arguments see the error.
 REPAIR = (
     "(The call {tool} {args} FAILED: {error}\nWrite the arguments again: change what the error names, and leave out "
     "any value the request does not state.)"
