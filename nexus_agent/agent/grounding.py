@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from nexus_agent.agent import forms
-from nexus_agent.agent.request import Request
+from nexus_agent.agent.request import NUMBER, Request
 from nexus_agent.agent.schema import validate
 from nexus_agent.registry import IDENTIFIER, Tool
 from nexus_agent.signature import words
@@ -262,7 +262,7 @@ def identifier_given(tool: Tool, name: str, request: Request | str, history: Seq
     for q in req.quoted:
         own = own.replace(q, " ")
     asked = Request.parse(own)
-    earlier = [n for m in history for n in re.findall(r"(?<![\w.])\d+(?!\w)", m.get("content", ""))]
+    earlier = [n for m in history for n in NUMBER.findall(m.get("content", ""))]
     said = list(dict.fromkeys([*asked.numbers, *asked.refs, *earlier]))[:MAX_PROBES]
     probe = replace(tool, input_schema={"properties": {name: prop}, "required": [name]})
     return any(not ungrounded_identifiers(probe, {name: int(n)}, asked, history) for n in said)

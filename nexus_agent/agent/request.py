@@ -18,7 +18,8 @@ from nexus_agent.routing.query import is_question
 from nexus_agent.signature import FILLER, words
 
 _REPO = re.compile(r"[\w.-]+/[\w.-]+")
-_NUMBER = re.compile(r"(?<![\w.])\d+(?![\w])")
+# a standalone integer ("issue 7", "2026"), not part of a word, a version or an owner/repo
+NUMBER = re.compile(r"(?<![\w.])\d+(?![\w])")
 _REF = re.compile(r"(?<![\w&])#(\d+)\b")
 _QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’")
 # a request for the whole output rather than the fields it names (the answer view)
@@ -53,7 +54,7 @@ class Request:
             text=text,
             words=frozenset(words(text)),
             repos=tuple(_REPO.findall(text)),
-            numbers=tuple(_NUMBER.findall(text)),
+            numbers=tuple(NUMBER.findall(text)),
             refs=tuple(_REF.findall(text)),
             quoted=tuple(next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)),
             question=is_question(text),
