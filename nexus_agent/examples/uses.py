@@ -23,6 +23,14 @@ class ExampleUses:
     the error and the tool's closest example. ``escalate_writes``: see the field."""
 
     keys: bool = True
+    # with ``keys``: the tools of the first candidate's server are raised by ``match_weight`` times the cosine of
+    # their closest example request (masked, routing.query.masked): the dense rows hold those requests too, but
+    # unmasked, where a repository's name weighs as much as the verb. Only that server's: a bank covers some servers,
+    # and raised everywhere, the examples pulled mixed_dev's requests for memory, fetch or GitLab to GitHub tools
+    match_weight: float = 1.0
+    # with ``keys``: a request whose closest example (masked) is at least this close goes to that example's first
+    # write (its first call when it makes none) without the LLM decision, when retrieval offers it in the pool
+    match_auto: float = 0.65
     decision: bool = True
     decision_examples: int = 4  # how many of the decision's candidates show their closest example
     # which: the ones whose closest examples are closest to the request, or the first places of the pool (the

@@ -2,7 +2,9 @@
 consolidated tool), or among the multi-step examples of a server.
 
 Requests are compared as queries (both sides with the embedder's query prefix: an example's request is a request
-like the user's), through the index's embedding memo, so an example is embedded once per process.
+like the user's), with the names of their objects masked on both sides (:func:`~nexus_agent.routing.query.masked`:
+an example teaches how a tool is used, not on what), through the index's embedding memo, so an example is embedded
+once per process. ``qvec`` below is :meth:`ExampleIndex.vector` of the request.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 
 from nexus_agent.examples import Example, ExampleSet, Usage
 from nexus_agent.routing.index import F32, EmbeddingCache
+from nexus_agent.routing.query import masked
 
 
 class ExampleIndex:
@@ -26,17 +29,25 @@ class ExampleIndex:
     def __len__(self) -> int:
         return len(self.examples)
 
+    def vector(self, query: str) -> F32:
+        """The unit vector ``[dim]`` a request is compared with examples by: its masked text's."""
+        return self.vectors([query])[0]
+
+    def vectors(self, requests: Sequence[str]) -> F32:
+        """:meth:`vector` of each of ``requests``, ``[len(requests), dim]``."""
+        return self.cache.queries([masked(r) for r in requests])
+
     def _rank(self, qvec: F32 | None, requests: Sequence[str]) -> list[int]:
         """Indices of ``requests``, closest to ``qvec`` first (stable: a tie keeps the bank's order; without a
         vector, the bank's order)."""
         if qvec is None or not requests:
             return list(range(len(requests)))
-        sims = self.cache.queries(list(requests)) @ qvec
+        sims = self.vectors(requests) @ qvec
         return [int(i) for i in np.argsort(-sims, kind="stable")]
 
     def similarity(self, qvec: F32, request: str) -> float:
-        """Cosine between a request's embedding and ``qvec`` (unit vectors)."""
-        return float(self.cache.queries([request])[0] @ qvec)
+        """Cosine between an example request's vector and ``qvec`` (unit vectors)."""
+        return float(self.vectors([request])[0] @ qvec)
 
     def closest(
         self, qvec: F32 | None, qualified: str, operation: str | None = None, k: int = 3, alone: bool = True
@@ -59,6 +70,16 @@ class ExampleIndex:
         """Up to ``k`` multi-step examples of ``server``, closest to the request first."""
         rows = self.examples.multi_step(server)
         return [rows[i] for i in self._rank(qvec, [ex.request for ex in rows])][:k]
+
+    def nearest(self, qvec: F32, servers: set[str]) -> tuple[Example, float] | None:
+        """The example of one of ``servers`` whose request is closest to ``qvec``, with its cosine; None when
+        none has a request."""
+        rows = [ex for ex in self.examples.examples if ex.server in servers and ex.request]
+        if not rows:
+            return None
+        sims = self.vectors([ex.request for ex in rows]) @ qvec
+        i = int(np.argmax(sims))
+        return rows[i], float(sims[i])
 
     def lookup_for(self, qvec: F32 | None, qualified: str, allowed: set[str]) -> str | None:
         """How the examples find the object a call of ``qualified`` changes: in the multi-step example closest to

@@ -22,6 +22,7 @@ from nexus_agent.routing.docs import DocConfig, tool_document
 from nexus_agent.routing.embedders.base import Embedder
 from nexus_agent.routing.lexical import BM25Index
 from nexus_agent.routing.options import RouterConfig
+from nexus_agent.routing.query import masked
 from nexus_agent.routing.slb import SLB, cache_path
 from nexus_agent.routing.synth import queries_for
 
@@ -112,6 +113,7 @@ class ToolIndex:
         self.slb = SLB(dim=embedder.dim)
         self._bm25: BM25Index | None = None
         self._writes: Mask | None = None
+        self._keyed: tuple[npt.NDArray[np.intp], F32] | None = None  # example_scores' rows: (owner per row, vectors)
         self._listeners: list[Callable[[], None]] = []
         self._load_initial(list(tools))
 
@@ -122,6 +124,7 @@ class ToolIndex:
     def _changed(self) -> None:
         self._bm25 = None
         self._writes = None
+        self._keyed = None
         for listener in self._listeners:
             listener()
 
@@ -159,6 +162,21 @@ class ToolIndex:
         if not (self.cfg.examples.keys or self.tools[key].operation is not None):
             return []
         return self.example_requests(key)
+
+    def example_scores(self, qvec: F32) -> F32:
+        """Per routing key in ``slb.keys`` order, the best cosine between ``qvec`` (a request's masked vector,
+        :meth:`ExampleIndex.vector`) and the masked requests that key it (:meth:`keying_requests`); 0 for a key
+        that none keys. Query-side vectors on both sides: an example's request is a request."""
+        keys = self.slb.keys
+        if self._keyed is None:
+            rows = [(i, masked(r)) for i, k in enumerate(keys) for r in self.keying_requests(k)]
+            owner = np.array([i for i, _ in rows], dtype=np.intp)
+            self._keyed = (owner, self.cache.queries([t for _, t in rows]))
+        owners, vecs = self._keyed
+        out = np.zeros(len(keys), dtype=np.float32)
+        if len(owners):
+            np.maximum.at(out, owners, (vecs @ qvec).astype(np.float32))
+        return out
 
     def _expand(self, tools: Iterable[Tool]) -> list[Tool]:
         """What is ranked: each operation of a consolidated tool on its own (``ExampleUses.operations``), the

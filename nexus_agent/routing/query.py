@@ -106,3 +106,26 @@ def is_question(query: str) -> bool:
     """Whether ``query`` is a question about something rather than a request for a change."""
     q = query.strip()
     return q.endswith("?") and not _POLITE_COMMAND.match(q)
+
+
+# What :func:`masked` replaces, in this order: a quoted value; an ``owner/repo#N`` reference; an ``owner/repo`` (a
+# lowercase first part, not a path or a file: no root before it, no slash or extension after it); ``#N``; a number
+_MASK_QUOTED = re.compile(r"(?<!\w)(?:'[^']+'|\"[^\"]+\"|“[^”]+”|‘[^’]+’)(?!\w)")
+_MASK_REF = re.compile(r"(?<![\w./])[\w.-]+/[\w.-]+#\d+")
+_MASK_REPO = re.compile(r"(?<![\w./~@-])[a-z][\w-]*/[\w-]+(?![\w./-])")
+_MASK_HASH = re.compile(r"(?<!\w)#\d+")
+_MASK_NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
+
+
+def masked(query: str) -> str:
+    """``query`` with the values that name its objects replaced by their kinds (``"…"``, ``owner/repo``, ``N``).
+
+    Why: requests are compared with example requests to find how a tool is used, and a small embedder weighs the
+    names: "add the bug label to acme/web #6" sat nearer an example that creates a label in another repository than
+    to "label halyard-works/larkspur#37 as starter-task". With the names masked on both sides, the nearest example's
+    first write was right on 19 of the 31 multi-step tune tasks' first writes, against 14 unmasked (MiniLM)."""
+    text = _MASK_QUOTED.sub('"…"', query)
+    text = _MASK_REF.sub("owner/repo #N", text)
+    text = _MASK_REPO.sub("owner/repo", text)
+    text = _MASK_HASH.sub("#N", text)
+    return _MASK_NUMBER.sub("N", text)

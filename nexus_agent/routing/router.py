@@ -213,7 +213,7 @@ class Router:
     def closest_examples(self, query: str, qualified: str, operation: str | None = None, k: int = 3) -> list[Usage]:
         """Up to ``k`` single-call examples of ``qualified`` (of ``operation``) closest to ``query``."""
         with self.lock:
-            qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand)) if len(self.examples) else None
+            qvec = self.examples.vector(query) if len(self.examples) else None
             return self.examples.closest(qvec, qualified, operation, k)
 
     def _decision_examples(self, query: str, pool: Sequence[Tool]) -> list[str]:
@@ -230,7 +230,7 @@ class Router:
         if not n or not len(self.examples):
             return []
         with self.lock:
-            qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand))
+            qvec = self.examples.vector(query)
             best: list[tuple[str, float]] = []
             for t in pool:
                 u = next(
@@ -311,6 +311,8 @@ class Router:
         keys = self.index.slb.keys
         mask = None if allowed is None else self.index.mask(allowed)
         fused, dense, lex = self._fused(qvec, query, mask)
+        if self.cfg.examples.keys and self.cfg.examples.match_weight > 0 and len(self.examples):
+            fused = (fused + self._example_bonus(raw_query, fused, mask)).astype(np.float32)
         if previous is not None:
             fused = self._follow(fused, raw_query, previous, mask, history)
         penalty = self.cfg.retrieval.question_write_penalty * self.index.writes if asks else np.zeros(len(keys))
@@ -321,6 +323,41 @@ class Router:
             for i in idx
             if mask is None or mask[i]
         ]
+
+    def _example_bonus(self, query: str, fused: F32, mask: npt.NDArray[np.bool_] | None) -> F32:
+        """Per tool in ``slb.keys`` order: ``match_weight`` times the cosine of its closest example request to
+        ``query`` (both masked), for the tools of the server of the best eligible tool by ``fused``; 0 elsewhere
+        (``ExampleUses.match_weight``)."""
+        keys = self.index.slb.keys
+        eligible = fused if mask is None else np.where(mask, fused, -np.inf)
+        server = self.tools[keys[int(np.argmax(eligible))]].server
+        same = np.array([self.tools[k].server == server for k in keys], dtype=np.float32)
+        scores = self.index.example_scores(self.examples.vector(query))
+        return (self.cfg.examples.match_weight * scores * same).astype(np.float32)
+
+    def _example_match(self, query: str, pool: Sequence[Candidate]) -> Candidate | None:
+        """The candidate of ``pool`` that the request's closest example makes first, when that example is at least
+        ``ExampleUses.match_auto`` close (masked requests): its first write, or its first call when it makes none.
+        None when the examples say nothing that sure, or what they say is not in the pool.
+
+        Why: on the multi-step tune tasks' first writes, the closest example at 0.65 or more named the right tool and
+        operation 11 times in 11, where the LLM decision, shown the same candidates and examples, chose label_write
+        for "add the bug label to #6" and assign_copilot_to_issue for "assign it to bob-kim"."""
+        uses = self.cfg.examples
+        if not (uses.keys and uses.match_auto <= 1 and pool and len(self.examples)):
+            return None
+        # the first candidate's server only (the one the examples' bonus raised): over the pool's servers, "make a
+        # new branch … in GitLab project group/infra-live" went to GitHub's create_branch (mixed_dev)
+        found = self.examples.nearest(self.examples.vector(query), {self.tools[pool[0].key].server})
+        if found is None or found[1] < uses.match_auto:
+            return None
+        example = found[0]
+        names = self.by_name()
+        qualified = [f"{example.server}__{c.tool}" for c in example.calls]
+        writes = [i for i, q in enumerate(qualified) if q in names and names[q].read_only_hint is not True]
+        first = writes[0] if writes else 0
+        key = self.key_for(qualified[first], example.calls[first].arguments)
+        return next((c for c in pool if c.key == key), None)
 
     def _follow(
         self,
@@ -582,7 +619,7 @@ class Router:
         if self.cfg.examples.next_step and len(self.examples):
             servers = {t.server for t in pool_tools}
             with self.lock:
-                qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand))
+                qvec = self.examples.vector(query)
                 plans = [ex for s in sorted(servers) for ex in self.examples.multi_step(qvec, s, NEXT_STEP_EXAMPLES)]
         res = self.reranker.next_step(query, pool_tools, calls, plans[:NEXT_STEP_EXAMPLES])
         decision_ms = (time.perf_counter() - t_decide) * 1e3
@@ -646,10 +683,10 @@ class Router:
                 # alone "assign the pagination bug to bob-kim" was looked up with list_issues, ten rows of which
                 # none was the one described, where the examples search; and with every tool any example looked
                 # up with, "mark the dark mode PR ready" went to get_team_members)
-                qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand))
                 names = {self.tools[k].qualified_name for k in allowed}
-                shown = self.examples.lookup_for(qvec, tool.qualified_name, names)
+                shown = self.examples.lookup_for(self.examples.vector(query), tool.qualified_name, names)
                 preferred = {k for k in allowed if self.tools[k].qualified_name == shown}
+                qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand))
                 found = self.retrieve(query, preferred or allowed, qvec=qvec) if allowed else []
             return found[0] if found else None
         before = calls[-2] if len(calls) >= 2 else None
@@ -696,9 +733,16 @@ class Router:
             pool = self._keep_related(cands[: self.cfg.followups.pool or self.cfg.retrieval.pool], cands, following)
         points_back = self.cfg.gate.escalate_back_references and bool(history) and refers_back(query)
         points_back = points_back or (following is not None and self.cfg.followups.escalate)
-        escalate = self.cfg.gate.always_escalate or (
-            self.cfg.gate.enabled
-            and (not gate.decide(margin) or points_back or reordered or self._writes_to_tell_apart(query, cands))
+        matched = self._example_match(query, pool) if following is None and not points_back else None
+        if matched is not None:
+            cands = [matched, *(c for c in cands if c is not matched)]
+            pool = [matched, *(c for c in pool if c is not matched)]
+        escalate = matched is None and (
+            self.cfg.gate.always_escalate
+            or (
+                self.cfg.gate.enabled
+                and (not gate.decide(margin) or points_back or reordered or self._writes_to_tell_apart(query, cands))
+            )
         )
         relevant, small_talk, ex_sim = self._relevance(qvec, pool, allowed)
         judge_tools = self._judge_tools(query, allowed) if relevant and following is None else None

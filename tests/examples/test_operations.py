@@ -197,3 +197,83 @@ def test_the_decision_shows_the_closest_examples_wherever_their_candidates_stand
     assert shown("closest") == ["", "shut ticket 5 please"]
     assert shown("position") == ["", ""]
     assert ExampleUses().decision_examples_by == "closest"
+
+
+def test_requests_meet_examples_with_the_names_of_their_objects_masked() -> None:
+    from nexus_agent.routing.query import masked
+
+    assert masked("Add the bug label to acme/web #6.") == "Add the bug label to owner/repo #N."
+    assert masked('Rename halyard-works/larkspur#35 to "Support a tz field"') == 'Rename owner/repo #N to "…"'
+    assert masked("it's 'fine', close issue 12") == 'it\'s "…", close issue N'
+    # paths and files keep their names: they say which tool reads them
+    for kept in ("read src/api/app.py and /var/log/app.log", "add docs/rate-limits.md", "tag v1.2.3 and ~/a/b"):
+        assert masked(kept) == kept
+    # unmasked, the create in the same repository is closer; masked, the close
+    closing = _ex("close ticket 4 in zeta/core", method="update", id=4, state="closed")
+    creating = _ex("new ticket in acme/web", method="create", title="x")
+    idx = ExampleIndex(ExampleSet([closing, creating], {WRITE.qualified_name: WRITE}), EmbeddingCache(_Words()))
+    query = "close acme/web ticket 12"
+    raw = _Words().embed_queries([query, closing.request, creating.request])
+    assert raw[0] @ raw[2] > raw[0] @ raw[1]
+    assert idx.closest(idx.vector(query), WRITE.qualified_name, k=1, alone=False)[0].request == closing.request
+    best = idx.nearest(idx.vector(query), {"tracker"})
+    assert best is not None and best[0] is closing and best[1] > 0.8
+    assert idx.nearest(idx.vector(query), {"elsewhere"}) is None
+
+
+class _Always:
+    """A decision that always picks one routing key, and counts how often it was asked."""
+
+    uses_llm = False
+    decider = None
+
+    def __init__(self, key: str) -> None:
+        self.key, self.asked = key, 0
+
+    def rerank(self, query: str, candidates: list[Tool], *args: object, **kw: object) -> object:
+        from nexus_agent.routing.rerank.base import RerankResult
+
+        self.asked += 1
+        return RerankResult([1.0 if t.key == self.key else 0.0 for t in candidates], self.key)
+
+
+def test_a_close_example_routes_without_the_decision_and_only_on_its_server() -> None:
+    from nexus_agent.routing.options import RouterConfig
+    from nexus_agent.routing.router import Router
+
+    other = Tool("elsewhere", "ticket_close", "Close a ticket.", {"type": "object", "properties": {}})
+    create = "tracker__ticket_write#create"
+
+    def routed(query: str, **uses: object) -> tuple[str | None, str | None, int]:
+        decision = _Always(create)
+        cfg = RouterConfig().tuned(gate={"always_escalate": True}, examples=uses)
+        r = Router([WRITE, other], _Words(), cfg, reranker=decision, examples=BANK)  # type: ignore[arg-type]
+        res = r.route(query)
+        return res.tool, res.operation, decision.asked
+
+    # "close ticket N": the example "close ticket 4" is as close as can be; the decision is not asked
+    assert routed("close ticket 9") == (WRITE.qualified_name, "update", 0)
+    # the threshold out of reach: the decision decides
+    assert routed("close ticket 9", match_auto=1.5) == (WRITE.qualified_name, "create", 1)
+    assert routed("close ticket 9", keys=False) == (WRITE.qualified_name, "create", 1)
+
+
+def test_the_examples_raise_the_tools_of_the_first_candidates_server_only() -> None:
+    from nexus_agent.routing.options import RouterConfig
+    from nexus_agent.routing.router import Router
+
+    other = Tool("elsewhere", "ticket_close", "Close a ticket quickly.", {"type": "object", "properties": {}})
+    for weight in (0.0, 1.0):
+        r = Router([WRITE, other], _Words(), RouterConfig().tuned(examples={"match_weight": weight}), examples=BANK)
+        scores = {c.key: c.score for c in r.retrieve("reopen ticket 3")}
+        plain = {c.key: c.score for c in r.retrieve("reopen ticket 3", allowed={other.qualified_name})}
+        if weight == 0:
+            base = scores
+            continue
+        # the tracker's update has "reopen ticket 6": raised by the masked cosine (1.0 here) when the tracker leads
+        lead = max(base, key=base.__getitem__)
+        assert lead.startswith("tracker__")
+        assert scores["tracker__ticket_write#update"] - base["tracker__ticket_write#update"] > 0.9
+        assert scores[other.key] == base[other.key]
+        # with only the other server allowed, nothing of the tracker is raised, nor is the other tool
+        assert plain[other.key] == base[other.key]
