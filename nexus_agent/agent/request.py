@@ -30,6 +30,18 @@ _DETAIL = re.compile(
 )
 # words a request names any object with, so they tell no object from another ("the bug about …", "that issue")
 GENERIC = frozenset({"issue", "issues", "pr", "prs", "pull", "request", "bug", "about", "please", "can", "you"})
+# FILLER is a schema's filler: "page", "content" or "name" say nothing in a parameter's description, but in a
+# request they may describe the object ("the pagination bug" had no describing word left, and its lookup searched
+# for "assign bob kim")
+_OBJECT_WORDS = frozenset({"page", "pagination", "content", "text", "results", "result", "name", "value", "filter"})
+# the words a request asks for its change with: what to do, not which object
+CHANGE_WORDS = frozenset(
+    {
+        "assign", "close", "reopen", "tag", "rename", "retitle", "mark", "merge", "give", "add", "remove", "delete",
+        "set", "change", "update", "create", "make", "put", "let", "know", "ping", "ask", "move", "keep", "want",
+        "need", "could", "would", "should", "now", "done", "back", "fixed", "already", "whatever", "has", "have",
+    }
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -71,10 +83,11 @@ class Request:
     @cached_property
     def describing(self) -> frozenset[str]:
         """The words that describe the object the request is about: its words of 3 letters or more, less filler,
-        the words any object is named with (``GENERIC``) and the words of the repositories it names (every row of
-        a repository's search has them)."""
+        the words any object is named with (``GENERIC``), the words that ask for the change (``CHANGE_WORDS``) and
+        the words of the repositories it names (every row of a repository's search has them)."""
         scope = {w for ref in self.repos for w in words(ref)}
-        return frozenset({w for w in self.words if len(w) > 2} - FILLER - GENERIC - scope)
+        filler = (FILLER - _OBJECT_WORDS) | GENERIC | CHANGE_WORDS
+        return frozenset({w for w in self.words if len(w) > 2} - filler - scope)
 
     def __str__(self) -> str:
         return self.text

@@ -81,17 +81,40 @@ class ExampleIndex:
         i = int(np.argmax(sims))
         return rows[i], float(sims[i])
 
-    def lookup_for(self, qvec: F32 | None, qualified: str, allowed: set[str]) -> str | None:
+    def lookup_for(self, qvec: F32 | None, qualified: str, allowed: set[str], params: Sequence[str] = ()) -> str | None:
         """How the examples find the object a call of ``qualified`` changes: in the multi-step example closest to
-        the request among those that call ``qualified`` after something else, the first call before it whose tool is
-        in ``allowed`` (qualified names); None when no example shows one."""
+        the request among those that call ``qualified`` after something else, the call before it whose tool is in
+        ``allowed`` (qualified names); None when no example shows one. ``params``: the identifiers the call lacks
+        (``issue_number``); then only the call an example says one of them comes from (its ``from``) counts.
+
+        Why ``params``: with the requests masked, "assign the pagination bug to bob-kim" is closest to "assign
+        #48 to our release manager (look them up)", whose first call finds the person (``search_users``), not the
+        issue the write lacks."""
         rows = [u for u in self.examples.usages(qualified) if u.index > 0 and u.request]
         for i in self._rank(qvec, [u.request for u in rows]):
             u = rows[i]
-            found = [q for c in u.example.calls[: u.index] if (q := f"{u.example.server}__{c.tool}") in allowed]
+            before = u.example.calls[: u.index]
+            if params:
+                sources = [src for p, src in u.example.calls[u.index].from_.items() if p in params]
+                before = [before[src] for src in sources]
+            found = [q for c in before if (q := f"{u.example.server}__{c.tool}") in allowed]
             if found:
                 return found[0]
-        return None
+        return self._source_of(qvec, params, allowed) if params else None
+
+    def _source_of(self, qvec: F32 | None, params: Sequence[str], allowed: set[str]) -> str | None:
+        """The tool in ``allowed`` that the closest multi-step example of any tool takes one of ``params`` from
+        (no example of the write itself shows it: "mark the dark mode PR ready" has no example that finds a pull
+        request for ``update_pull_request``, but merges find theirs with ``search_pull_requests``)."""
+        rows = [
+            (ex, found)
+            for ex in self.examples.multi_step()
+            for c in ex.calls
+            for p, src in c.from_.items()
+            if p in params and (found := f"{ex.server}__{ex.calls[src].tool}") in allowed
+        ]
+        order = self._rank(qvec, [ex.request for ex, _ in rows])
+        return rows[order[0]][1] if order else None
 
 
 def _distinct(rows: list[Usage]) -> list[Usage]:

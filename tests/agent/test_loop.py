@@ -604,7 +604,7 @@ def test_a_lookup_searches_by_the_words_that_describe_its_object() -> None:
     asked = Request.parse("Close the acme/web issue about the search keyboard shortcut")
     # a query of the repository's name only is replaced by the describing words, in the request's order
     assert searched_by_description(search, {"query": "acme/web", "owner": "acme"}, asked) == {
-        "query": "Close search keyboard shortcut",
+        "query": "search keyboard shortcut",
         "owner": "acme",
     }
     # one that shares a describing word is the model's to keep

@@ -179,6 +179,37 @@ def test_a_call_keeps_its_operation_and_names_the_object_it_needs() -> None:
     assert idx.lookup_for(qvec, WRITE.qualified_name, {"tracker__search_tickets"}) == "tracker__search_tickets"
     assert idx.lookup_for(qvec, WRITE.qualified_name, {"tracker__list_tickets"}) is None
     assert ExampleIndex(BANK, EmbeddingCache(_Words())).lookup_for(qvec, WRITE.qualified_name, set()) is None
+    # told which identifier the write lacks, only the call an example takes it from counts: here the first call
+    # finds what the title should say, not the ticket
+    titled = Example(
+        request="close the ticket about the broken footer with the title the wiki gives",
+        calls=[
+            {"tool": "read_wiki", "arguments": {"page": "footer"}},
+            {"tool": "ticket_write", "arguments": {"method": "update", "id": 9, "title": "x"}, "from": {"title": 0}},
+        ],
+        server="tracker",
+    )
+    both = ExampleIndex(ExampleSet([found, titled], {WRITE.qualified_name: WRITE}), EmbeddingCache(_Words()))
+    allowed = {"tracker__search_tickets", "tracker__read_wiki"}
+    assert both.lookup_for(qvec, WRITE.qualified_name, allowed) == "tracker__read_wiki"
+    assert both.lookup_for(qvec, WRITE.qualified_name, allowed, ["id"]) is None
+    # no example of the write takes the id from anything, but a comment on a ticket does: its source stands in
+    commenting = Example(
+        request="comment 'seen' on the ticket about the slow login",
+        calls=[
+            {"tool": "search_tickets", "arguments": {"query": "slow login"}},
+            {"tool": "ticket_comment", "arguments": {"id": 7, "body": "seen"}, "from": {"id": 0}},
+        ],
+        server="tracker",
+    )
+    three = ExampleIndex(ExampleSet([titled, commenting], {WRITE.qualified_name: WRITE}), EmbeddingCache(_Words()))
+    assert three.lookup_for(qvec, WRITE.qualified_name, allowed, ["id"]) == "tracker__search_tickets"
+    assert three.lookup_for(qvec, WRITE.qualified_name, {"tracker__read_wiki"}, ["id"]) is None
+    with_from = found.model_copy(
+        update={"calls": [found.calls[0], found.calls[1].model_copy(update={"from_": {"id": 0}})]}
+    )
+    both = ExampleIndex(ExampleSet([with_from, titled], {WRITE.qualified_name: WRITE}), EmbeddingCache(_Words()))
+    assert both.lookup_for(qvec, WRITE.qualified_name, allowed, ["id"]) == "tracker__search_tickets"
 
 
 def test_the_decision_shows_the_closest_examples_wherever_their_candidates_stand() -> None:
