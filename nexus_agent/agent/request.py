@@ -33,13 +33,21 @@ GENERIC = frozenset({"issue", "issues", "pr", "prs", "pull", "request", "bug", "
 # FILLER is a schema's filler: "page", "content" or "name" say nothing in a parameter's description, but in a
 # request they may describe the object ("the pagination bug" had no describing word left, and its lookup searched
 # for "assign bob kim")
-_OBJECT_WORDS = frozenset({"page", "pagination", "content", "text", "results", "result", "name", "value", "filter"})
+_OBJECT_WORDS = frozenset({"pagination", "content", "text", "results", "result", "value", "filter"})
 # the words a request asks for its change with: what to do, not which object
 CHANGE_WORDS = frozenset(
     {
         "assign", "close", "reopen", "tag", "rename", "retitle", "mark", "merge", "give", "add", "remove", "delete",
         "set", "change", "update", "create", "make", "put", "let", "know", "ping", "ask", "move", "keep", "want",
         "need", "could", "would", "should", "now", "done", "back", "fixed", "already", "whatever", "has", "have",
+    }
+)  # fmt: skip
+# words that say something is wrong, not what: "the broken search box" (no such issue) shared only "broken" with
+# "Broken link to the API reference in the FAQ", and that issue was reopened
+PROBLEM_WORDS = frozenset(
+    {
+        "broken", "breaks", "crash", "crashes", "crashing", "crashed", "error", "errors", "fail", "fails",
+        "failing", "failed", "failure", "wrong", "problem", "problems", "bugs", "fix", "work", "works", "working",
     }
 )  # fmt: skip
 
@@ -83,10 +91,11 @@ class Request:
     @cached_property
     def describing(self) -> frozenset[str]:
         """The words that describe the object the request is about: its words of 3 letters or more, less filler,
-        the words any object is named with (``GENERIC``), the words that ask for the change (``CHANGE_WORDS``) and
-        the words of the repositories it names (every row of a repository's search has them)."""
+        the words any object is named with (``GENERIC``), the words that ask for the change (``CHANGE_WORDS``) or
+        say that something is wrong (``PROBLEM_WORDS``) and the words of the repositories it names (every row of a
+        repository's search has them)."""
         scope = {w for ref in self.repos for w in words(ref)}
-        filler = (FILLER - _OBJECT_WORDS) | GENERIC | CHANGE_WORDS
+        filler = (FILLER - _OBJECT_WORDS) | GENERIC | CHANGE_WORDS | PROBLEM_WORDS
         return frozenset({w for w in self.words if len(w) > 2} - filler - scope)
 
     def __str__(self) -> str:

@@ -53,3 +53,19 @@ def test_a_number_parameter_takes_a_number_not_an_id() -> None:
 def test_a_plural_in_the_request_describes_a_singular_title() -> None:
     rows = [{"title": "Per-schedule timezone support"}, {"title": "Retry storms"}]
     assert described_row(rows, "close the issue about per-schedule timezones") == rows[0]
+
+
+def test_a_word_that_only_says_something_is_wrong_describes_no_object() -> None:
+    # no issue about a search box: "broken" alone does not make the broken FAQ link the one meant
+    assert (
+        described_row([{"title": "Broken link to the API reference in the FAQ"}], "reopen the broken search box")
+        is None
+    )
+    # nor does the word a schema calls filler ("page") when the request describes a checkout crash
+    rows = [{"title": "Timezone is wrong on the profile page"}]
+    assert described_row(rows, "Assign the acme/web issue about the checkout page crashing to bob-kim.") is None
+    # a word a schema calls filler may be what the request describes its object by
+    rows = [{"title": "Pagination returns duplicate items"}]
+    assert described_row(rows, "Can you assign the pagination bug in acme/api to bob-kim?") == rows[0]
+    rows = [{"title": "Server crashes when the request body is empty JSON"}]
+    assert described_row(rows, "mark the issue about the server crashing on empty JSON as priority:high") == rows[0]
