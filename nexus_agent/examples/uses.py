@@ -73,6 +73,7 @@ ARMS: dict[str, ExampleUses] = {
     "no-operations": ExampleUses(operations=False),
     "no-arguments": ExampleUses(arguments="off"),
     "position-examples": ExampleUses(decision_examples_by="position"),
+    "no-match": ExampleUses(match_weight=0.0, match_auto=2.0),
 }
 
 

@@ -104,6 +104,27 @@ def test_which_failures_a_rewrite_can_repair() -> None:
     assert repairable("missing required argument 'id'", WRITE)
     assert not repairable("404 Not Found: ticket 99 does not exist", WRITE)
     assert not repairable("the server is busy, try later", WRITE)
+    assert repairable("ticket states are not enabled in this tracker", WRITE)  # a parameter's plural
+
+
+def test_a_rewrite_leaves_out_the_optional_arguments_the_error_names() -> None:
+    from nexus_agent.agent.turn import without_named_optional
+
+    args = {"method": "update", "id": 4, "state": "closed", "title": "x"}
+    assert without_named_optional(WRITE, args, "titles are not enabled here") == {
+        "method": "update",
+        "id": 4,
+        "state": "closed",
+    }
+    # without the named one nothing would change (the id names the object): the model rewrites it
+    assert without_named_optional(WRITE, {"method": "update", "id": 4, "title": "x"}, "title is not supported") is None
+    assert without_named_optional(WRITE, args, "the server is busy") is None
+    # the operation and required arguments stay, named or not
+    assert without_named_optional(WRITE, args, "method update: state is not supported") == {
+        "method": "update",
+        "id": 4,
+        "title": "x",
+    }
 
 
 class _Words:
