@@ -50,6 +50,8 @@ PROBLEM_WORDS = frozenset(
         "failing", "failed", "failure", "wrong", "problem", "problems", "bugs", "fix", "work", "works", "working",
     }
 )  # fmt: skip
+# what Request.describing leaves out of a request's words
+_NOT_DESCRIBING = (FILLER - _OBJECT_WORDS) | GENERIC | CHANGE_WORDS | PROBLEM_WORDS
 
 
 @dataclass(frozen=True)
@@ -95,8 +97,7 @@ class Request:
         say that something is wrong (``PROBLEM_WORDS``) and the words of the repositories it names (every row of a
         repository's search has them)."""
         scope = {w for ref in self.repos for w in words(ref)}
-        filler = (FILLER - _OBJECT_WORDS) | GENERIC | CHANGE_WORDS | PROBLEM_WORDS
-        return frozenset({w for w in self.words if len(w) > 2} - filler - scope)
+        return frozenset({w for w in self.words if len(w) > 2} - _NOT_DESCRIBING - scope)
 
     def __str__(self) -> str:
         return self.text

@@ -659,13 +659,13 @@ def _write_args(
     history: list[dict[str, str]],
     steps: list[_Step],
     note: str | None,
-    repair: _Step | None,
+    rewrite: bool,
 ) -> dict[str, Any] | _Halt:
-    """The arguments the model writes for ``tool``: told ``repair``'s error beside the tool's closest example
-    when it rewrites a failed call, else beside the examples the turn's uses give."""
+    """The arguments the model writes for ``tool`` under ``note``: beside the tool's closest example when it
+    rewrites a failed call (``rewrite``, the note then holds the error: :func:`_with_repair`), else beside the
+    examples the turn's uses give."""
     try:
-        if repair is not None:
-            note = _with_repair(note, tool, repair)
+        if rewrite:
             uses = replace(deps.examples, arguments="retrieved", arg_examples=1)
         else:
             uses = deps.examples.with_history(bool(history))
@@ -714,12 +714,12 @@ def _call_step(
     if dropped is not None:
         args = dropped  # the rewrite leaves out what the error named, nothing else
     else:
-        written = _write_args(deps, tool, qualified, operation, request, history, steps, note, repair)
+        if repair is not None:
+            note = _with_repair(note, tool, repair)
+        written = _write_args(deps, tool, qualified, operation, request, history, steps, note, repair is not None)
         if isinstance(written, _Halt):
             return written
         args = written if purpose is None else searched_by_description(tool, written, request)
-        if repair is not None:
-            note = _with_repair(note, tool, repair)
     if any(s.qualified == qualified and s.arguments == args for s in [*steps, *([repair] if repair else [])]):
         why = f"it would call {tool.name} again with the same arguments, so the loop stopped"
         return _Halt("repeat", why, tool.name, tool.server)

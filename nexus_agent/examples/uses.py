@@ -30,6 +30,7 @@ class ExampleUses:
     match_weight: float = 1.0
     # with ``keys``: a request whose closest example (masked) is at least this close goes to that example's first
     # write (its first call when it makes none) without the LLM decision, when retrieval offers it in the pool
+    # (above 1, a cosine's bound, it never does)
     match_auto: float = 0.65
     decision: bool = True
     decision_examples: int = 4  # how many of the decision's candidates show their closest example

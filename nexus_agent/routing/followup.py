@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nexus_agent.registry import Tool
+from nexus_agent.routing.query import QUOTED
 
 
 @dataclass(frozen=True)
@@ -70,8 +71,6 @@ def asks_for_change(query: str) -> bool:
     return bool(_CHANGE.search(query))
 
 
-# text in quotes is a value to write (a comment, a title), not a step: "Comment 'ping' on …", "titled 'Add …'"
-_QUOTED = re.compile(r"(?<!\w)(?:'[^']*'|\"[^\"]*\"|“[^”]*”|‘[^’]*’)(?!\w)")
 # where one step of a request ends: a comma, semicolon or sentence end before a space, "and", and before "then"
 _CLAUSE = re.compile(r"[,;.!?]+(?:\s+|$)|\s+and\s+|\s+(?=then\b)", re.IGNORECASE)
 
@@ -86,7 +85,7 @@ def steps_named(query: str) -> int:
     (measured on the check split)."""
     if not _CHANGE.search(query):
         return 0
-    clauses = _CLAUSE.split(_QUOTED.sub(" ", query))
+    clauses = _CLAUSE.split(QUOTED.sub(" ", query))
     changes = sum(1 for c in clauses if _CHANGE.search(c))
     return changes + sum(1 for c in clauses if _CHECK.search(c) and not _CHANGE.search(c)) if changes else 0
 

@@ -684,9 +684,9 @@ class Router:
                 # none was the one described, where the examples search; and with every tool any example looked
                 # up with, "mark the dark mode PR ready" went to get_team_members)
                 names = {self.tools[k].qualified_name for k in allowed}
-                params = self.object_params(
-                    *split_key(self.key_for(split_key(last.tool)[0], last.arguments) or last.tool)
-                )
+                # the identifiers the waiting write lacks, of its operation (a refused call keeps its method)
+                key = self.key_for(split_key(last.tool)[0], last.arguments) or last.tool
+                params = self.object_params(*split_key(key))
                 shown = self.examples.lookup_for(self.examples.vector(query), tool.qualified_name, names, params)
                 preferred = {k for k in allowed if self.tools[k].qualified_name == shown}
                 qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand))
