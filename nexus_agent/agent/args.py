@@ -23,6 +23,7 @@ from nexus_agent.agent.schema import constraint_for, validate
 from nexus_agent.backend import Backend, JsonConstraint, LocalBackend
 from nexus_agent.engine import MAIN, Engine, Generation
 from nexus_agent.examples import Usage
+from nexus_agent.examples.keys import ArgKeys, keys_view
 from nexus_agent.registry import Tool
 from nexus_agent.signature import SignatureOptions, signature, words
 
@@ -87,15 +88,26 @@ def with_operation(tool: Tool, operation: str | None) -> Tool:
     return replace(tool, input_schema=schema)
 
 
-def arg_view(tool: Tool, context: str) -> Tool:
+def _named_in_full(name: str, text_words: set[str]) -> bool:
+    """Whether the conversation names every word of the parameter (``labels``; not ``issue_fields`` for "the
+    issue")."""
+    return all(mentioned({w}, text_words) for w in words(name))
+
+
+def arg_view(tool: Tool, context: str, keys: ArgKeys | None = None) -> Tool:
     """``tool`` as argument writing sees it: required parameters, then the optional ones ranked by
     :func:`_prop_rank` for this conversation, described only when the conversation names them. Validation still
-    uses the full schema."""
+    uses the full schema. ``keys`` (the closest examples' keys, ``examples/keys.py``): the closest example's keys
+    are required too, and the optional parameters are only those the examples set or the conversation names in
+    full."""
     schema = dict(tool.input_schema)
     props = schema.get("properties") or {}
     required = [k for k in schema.get("required") or [] if k in props]
     tw = words(context)
     optional = [k for k in props if k not in required]
+    if keys is not None:
+        required, optional = keys_view(props, required, keys, {k for k in optional if _named_in_full(k, tw)})
+        schema["required"] = required
     named = {k for k in optional if _named(k, props[k], tw)}
     ranked = [(r, k) for k in optional if (r := _prop_rank(props[k], k in named)) is not None]
     order = required + [k for _, k in sorted(ranked, key=lambda rk: -rk[0])]
@@ -208,10 +220,11 @@ def arg_prompt(
     today: dt.date | None = None,
     note: str | None = None,
     examples: Sequence[Usage] = (),
+    keys: ArgKeys | None = None,
 ) -> tuple[Tool, list[dict[str, str]]]:
     """What argument writing prefills: the view of ``tool`` for this conversation (:func:`arg_view`, whose
-    schema the grammar follows) and the chat messages over its signature."""
-    view = arg_view(tool, conversation_text(request, history))
+    schema the grammar follows; ``keys``: the closest examples' keys) and the chat messages over its signature."""
+    view = arg_view(tool, conversation_text(request, history), keys)
     return view, arg_messages(view, request, history, today, note, examples)
 
 
@@ -238,16 +251,18 @@ class ArgumentWriter:
         examples: Sequence[Usage] = (),
         operation: str | None = None,
         results: Sequence[str] = (),
+        keys: ArgKeys | None = None,
     ) -> ArgResult:
         """Arguments for ``tool``; ``today`` (default: the date now) is what relative dates are read from; ``note``:
         a line for the request (a later step of the agent loop); ``examples``: shown before the history
         (:func:`example_turns`); ``operation``: the value routing chose for a consolidated tool's operation
         parameter, which the grammar then fixes; ``results``: the outputs of the calls this turn made so far, whose
-        values ground an optional argument as the conversation's do (a login ``get_me`` returned)."""
+        values ground an optional argument as the conversation's do (a login ``get_me`` returned); ``keys``: the
+        keys the closest examples of the tool set (:func:`arg_view`)."""
         history = history or []
         today = today or dt.date.today()
         tool = with_operation(tool, operation)
-        view, msgs = arg_prompt(tool, request, history, today, note, examples)
+        view, msgs = arg_prompt(tool, request, history, today, note, examples, keys)
         grammar = constraint_for(view)
         with self.backend.turn():
             if examples:

@@ -40,6 +40,7 @@ CHANGE_WORDS = frozenset(
         "assign", "close", "reopen", "tag", "rename", "retitle", "mark", "merge", "give", "add", "remove", "delete",
         "set", "change", "update", "create", "make", "put", "let", "know", "ping", "ask", "move", "keep", "want",
         "need", "could", "would", "should", "now", "done", "back", "fixed", "already", "whatever", "has", "have",
+        "squash", "rebase", "sure",
     }
 )  # fmt: skip
 # words that say something is wrong, not what: "the broken search box" (no such issue) shared only "broken" with
@@ -52,6 +53,14 @@ PROBLEM_WORDS = frozenset(
 )  # fmt: skip
 # what Request.describing leaves out of a request's words
 _NOT_DESCRIBING = (FILLER - _OBJECT_WORDS) | GENERIC | CHANGE_WORDS | PROBLEM_WORDS
+
+
+def _asks_for_change(word: str) -> bool:
+    """Whether ``word`` is one of :data:`CHANGE_WORDS` inflected: "closes", "closed", "keeping", "merged" (a
+    request's "the issue it closes is closed" asks for a change; it does not describe the object)."""
+    stems = {word[:-1] for x in "sd" if word.endswith(x)} | {word[:-2] for x in ("ed", "es") if word.endswith(x)}
+    stems |= {word[:-3], word[:-4]} if word.endswith("ing") else set()  # keeping; "tagging"
+    return len(word) > 4 and bool(stems & CHANGE_WORDS)
 
 
 @dataclass(frozen=True)
@@ -97,7 +106,8 @@ class Request:
         say that something is wrong (``PROBLEM_WORDS``) and the words of the repositories it names (every row of a
         repository's search has them)."""
         scope = {w for ref in self.repos for w in words(ref)}
-        return frozenset({w for w in self.words if len(w) > 2} - _NOT_DESCRIBING - scope)
+        kept = {w for w in self.words if len(w) > 2 and not _asks_for_change(w)}
+        return frozenset(kept - _NOT_DESCRIBING - scope)
 
     def __str__(self) -> str:
         return self.text

@@ -13,7 +13,7 @@ from dataclasses import asdict
 
 from nexus_agent.agent.turn import RouteOutcome
 from nexus_agent.backend import Backend
-from nexus_agent.examples import ExampleSet, Usage
+from nexus_agent.examples import ArgKeys, ExampleSet, Usage
 from nexus_agent.examples.uses import ExampleUses
 from nexus_agent.registry import Tool
 from nexus_agent.routing.embedders import create_embedder
@@ -82,6 +82,9 @@ class AgentRouter:
 
     def object_params(self, tool: str, operation: str | None) -> list[str]:
         return self.router.object_params(tool, operation)
+
+    def arg_keys(self, query: str, tool: str, operation: str | None) -> ArgKeys | None:
+        return self.router.arg_keys(query, tool, operation)
 
     def after_turn(self) -> None:
         """Compile, within a small budget, the candidate lines the turn's decision found without a block

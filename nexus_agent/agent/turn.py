@@ -71,7 +71,7 @@ from nexus_agent.agent.view import MAX_ITEMS, answer_view, step_view, whole
 from nexus_agent.backend import Backend
 from nexus_agent.backend.decision import Messages
 from nexus_agent.engine import CHAT, MAIN
-from nexus_agent.examples import Usage
+from nexus_agent.examples import ArgKeys, Usage
 from nexus_agent.examples.uses import ExampleUses
 from nexus_agent.kv.segments import Part, SegKind
 from nexus_agent.registry import IDENTIFIER, Tool
@@ -111,6 +111,11 @@ class TurnRouter(Protocol):
     def examples_for(self, query: str, tool: str, operation: str | None, uses: ExampleUses) -> list[Usage]:
         """The examples argument writing shows for ``tool`` (and ``operation``), as ``uses.arguments`` says:
         none, a fixed set, or the ones closest to ``query``."""
+        ...
+
+    def arg_keys(self, query: str, tool: str, operation: str | None) -> ArgKeys | None:
+        """The keys argument writing writes for ``tool`` (``operation``), as its examples closest to ``query`` set
+        them (``examples/keys.py``); None when none is close or that use is off."""
         ...
 
     def object_params(self, tool: str, operation: str | None) -> list[str]:
@@ -451,15 +456,19 @@ def _loop(
 
 
 def searched_by_description(tool: Tool, args: dict[str, Any], request: Request) -> dict[str, Any]:
-    """A lookup's arguments, its text ``query`` searching by the words that describe the object: when the query
-    the model wrote shares none of them, they replace it, in the request's order. Measured on the multi-step tune
-    tasks: under :data:`LOOKUP`'s note qwen1.5b still searched for "acme/api", the repository, found nothing, and
-    the issue the request described was never changed."""
+    """A lookup's arguments, its text ``query`` searching by the words that describe the object: its terms that
+    share none of them are left out, and when none is left, those words replace it, in the request's order.
+    Measured on the multi-step tune tasks: under :data:`LOOKUP`'s note qwen1.5b still searched for "acme/api", the
+    repository, found nothing, and the issue the request described was never changed."""
     prop = (tool.input_schema.get("properties") or {}).get("query") or {}
     if prop.get("type") != "string" or not request.describing:
         return args
-    if words(str(args.get("query", ""))) & request.describing:
-        return args
+    query = str(args.get("query", ""))
+    # its terms that describe nothing go: "squash-merge rate limiting" found no pull request titled "Add rate
+    # limiting …"; a search qualifier (``is:open``) stays
+    kept = [t for t in query.split() if ":" in t or words(t) & request.describing]
+    if any(words(t) & request.describing for t in kept):
+        return args if kept == query.split() else {**args, "query": " ".join(kept)}
     said = [t for t in re.findall(r"[^\W_]+", request.text) if words(t) & request.describing]
     return {**args, "query": " ".join(dict.fromkeys(said))}
 
@@ -678,6 +687,7 @@ def _write_args(
             examples=examples,
             operation=operation,
             results=[st.text for st in steps],
+            keys=deps.router.arg_keys(request.text, qualified, operation),
         )
     except Exception as e:  # the engine failed (a remote server down, a full context): the turn ends here
         return _Halt("arguments", f"argument writing for {tool.name} failed: {e}", tool.name, tool.server)

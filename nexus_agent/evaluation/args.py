@@ -155,7 +155,13 @@ def run_eval(
         if route.tool is not None and route.tool in tools:
             shown = router.examples_for(item["query"], route.tool, route.operation, uses.with_history(bool(window)))
             ar = writer.write(
-                tools[route.tool], item["query"], window, today_of(item), examples=shown, operation=route.operation
+                tools[route.tool],
+                item["query"],
+                window,
+                today_of(item),
+                examples=shown,
+                operation=route.operation,
+                keys=router.arg_keys(item["query"], route.tool, route.operation),
             )
             res.json_valid = ar.json_valid
             res.arguments = ar.arguments

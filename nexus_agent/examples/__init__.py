@@ -12,9 +12,11 @@ from nexus_agent.examples.bank import (
     load_examples,
     shipped_bank_files,
 )
+from nexus_agent.examples.keys import ArgKeys
 from nexus_agent.examples.sets import ExampleSet, Usage, gather
 
 __all__ = [
+    "ArgKeys",
     "Example",
     "ExampleCall",
     "ExampleSet",

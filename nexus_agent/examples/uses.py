@@ -46,6 +46,11 @@ class ExampleUses:
     operations: bool = True
     arguments: ArgExamples = "static"
     arg_examples: int = 3
+    # argument writing writes the keys of the tool's closest example (its request at least this close, masked;
+    # above 1 never), and of the optional parameters only those the ``arg_keys_pool`` closest examples set or the
+    # conversation names in full (examples/keys.py)
+    arg_keys_from: float = 0.45
+    arg_keys_pool: int = 5
     next_step: bool = True
     repair: bool = True
 
@@ -58,16 +63,25 @@ class ExampleUses:
 
     @property
     def any(self) -> bool:
-        return self.keys or self.decision or self.operations or self.arguments != "off" or self.next_step
+        return (
+            self.keys
+            or self.decision
+            or self.operations
+            or self.arguments != "off"
+            or self.arg_keys_from <= 1.0
+            or self.next_step
+        )
 
 
-_NONE = ExampleUses(keys=False, decision=False, operations=False, arguments="off", next_step=False, repair=False)
+_NONE = ExampleUses(
+    keys=False, decision=False, operations=False, arguments="off", arg_keys_from=2.0, next_step=False, repair=False
+)
 # the arms bench/examples.py compares; ``AgentConfig.examples`` takes one of these names
 ARMS: dict[str, ExampleUses] = {
     "all": ExampleUses(),
     "none": _NONE,
     "keys": replace(_NONE, keys=True),
-    "arguments": replace(_NONE, arguments="static"),
+    "arguments": replace(_NONE, arguments="static", arg_keys_from=ExampleUses.arg_keys_from),
     "retrieved": ExampleUses(arguments="retrieved"),
     # ablations of single uses from "all"
     "no-escalate": ExampleUses(escalate_writes=False),
@@ -75,6 +89,7 @@ ARMS: dict[str, ExampleUses] = {
     "no-arguments": ExampleUses(arguments="off"),
     "position-examples": ExampleUses(decision_examples_by="position"),
     "no-match": ExampleUses(match_weight=0.0, match_auto=2.0),
+    "no-arg-keys": ExampleUses(arg_keys_from=2.0),
 }
 
 

@@ -61,6 +61,16 @@ class ExampleIndex:
         ranked = [with_request[i] for i in order] + [u for u in rows if not u.request]
         return _distinct(ranked)[:k]
 
+    def scored(self, qvec: F32, qualified: str, operation: str | None = None, k: int = 3) -> list[tuple[Usage, float]]:
+        """Up to ``k`` calls of ``qualified`` (of ``operation``) in examples with a request, a later step of a
+        multi-step example too, with their cosine to ``qvec``, closest first."""
+        rows = [u for u in self.examples.usages(qualified, operation) if u.request]
+        if not rows:
+            return []
+        sims = self.vectors([u.request for u in rows]) @ qvec
+        order = np.argsort(-sims, kind="stable")[:k]
+        return [(rows[i], float(sims[i])) for i in order]
+
     def fixed(self, qualified: str, operation: str | None = None, k: int = 5) -> list[Usage]:
         """The static examples of a tool (and operation): :meth:`ExampleSet.diverse`, the same whatever the
         request, so their tokens, and their KV, never change."""

@@ -26,6 +26,8 @@ import numpy.typing as npt
 from nexus_agent import defaults
 from nexus_agent.backend import Backend, LocalBackend
 from nexus_agent.examples import Example, ExampleSet, Usage
+from nexus_agent.examples.keys import ArgKeys, arg_keys
+from nexus_agent.examples.sets import says
 from nexus_agent.registry import IDENTIFIER, OPERATION_PARAMS, OPERATION_SEP, Tool, split_key
 from nexus_agent.routing.calibration import Calibration
 from nexus_agent.routing.embedders import create_embedder
@@ -50,6 +52,7 @@ from nexus_agent.routing.query import for_retrieval, is_question, refers_back
 from nexus_agent.routing.relevance import looks_like_no_tool
 from nexus_agent.routing.rerank import create_reranker, reranker_class
 from nexus_agent.routing.rerank.base import Reranker
+from nexus_agent.signature import words
 
 __all__ = [
     "Candidate",
@@ -209,6 +212,17 @@ class Router:
             always = self.index.examples.always_set(qualified, operation)
             named = [*(tool.input_schema.get("required") or []), *sorted(always)]
             return [k for k in dict.fromkeys(named) if k in props and IDENTIFIER.search(k)]
+
+    def arg_keys(self, query: str, qualified: str, operation: str | None = None) -> ArgKeys | None:
+        """The keys argument writing writes for ``query`` on ``qualified`` (``operation``), from its closest
+        examples (:func:`~nexus_agent.examples.keys.arg_keys`); None when they are off or none is close."""
+        uses = self.cfg.examples
+        if uses.arg_keys_from > 1.0 or not len(self.examples):
+            return None
+        with self.lock:
+            qvec = self.examples.vector(query)
+            ranked = self.examples.scored(qvec, qualified, operation, uses.arg_keys_pool)
+        return arg_keys(ranked, uses.arg_keys_from, uses.arg_keys_pool)
 
     def closest_examples(self, query: str, qualified: str, operation: str | None = None, k: int = 3) -> list[Usage]:
         """Up to ``k`` single-call examples of ``qualified`` (of ``operation``) closest to ``query``."""
@@ -608,7 +622,7 @@ class Router:
                 # create_branch was followed under --yes by create_or_update_file and create_repository, writes to
                 # objects the request never named; a lookup may still explain the failure, and the answer reports it
                 cands = [c for c in cands if self.tools[c.key].read_only_hint is True]
-            pool = cands[:pool_size]
+            pool = self._said(query, cands[:pool_size])
             if previous is not None and split_key(previous.tool)[0] not in wrote and cands:
                 pool = self._keep_related(pool, cands, previous)
             pool_tools = [self.tools[c.key] for c in pool]
@@ -734,6 +748,8 @@ class Router:
             return RouteResult([], "no-tool", None, margin, (time.perf_counter() - t0) * 1e3)
         if following is not None:
             pool = self._keep_related(cands[: self.cfg.followups.pool or self.cfg.retrieval.pool], cands, following)
+        if following is None:  # a follow-up ("now issue 9") need not say again what the tool it follows is for
+            pool = self._said(query, pool)
         points_back = self.cfg.gate.escalate_back_references and bool(history) and refers_back(query)
         points_back = points_back or (following is not None and self.cfg.followups.escalate)
         matched = self._example_match(query, pool) if following is None and not points_back else None
@@ -753,6 +769,16 @@ class Router:
         return _Retrieved(
             cands, pool, margin, escalate, relevant, small_talk, ex_sim, following, judge_tools, pool_tools
         )
+
+    def _said(self, query: str, pool: list[Candidate]) -> list[Candidate]:
+        """``pool`` without the tools named for something the request does not say (``ExampleSet.own_words``:
+        ``assign_copilot_to_issue`` for "assign it to bob-kim"), unless that leaves none."""
+        if not self.cfg.examples.keys or not len(self.examples):
+            return pool
+        own = self.examples.examples.own_words
+        said = words(query)
+        kept = [c for c in pool if all(says(w, said) for w in own.get(self.tools[c.key].qualified_name, ()))]
+        return kept or pool
 
     def _writes_to_tell_apart(self, query: str, cands: Sequence[Candidate]) -> bool:
         """A request for a change whose first candidates hold several tools that may write

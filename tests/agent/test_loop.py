@@ -92,6 +92,9 @@ class _Script:
     def examples_for(self, query: str, tool: str, operation: str | None, uses: Any) -> list[Any]:
         return []
 
+    def arg_keys(self, query: str, tool: str, operation: str | None) -> None:
+        return None
+
     def object_params(self, tool: str, operation: str | None) -> list[str]:
         return []
 
@@ -610,6 +613,12 @@ def test_a_lookup_searches_by_the_words_that_describe_its_object() -> None:
     # one that shares a describing word is the model's to keep
     kept = {"query": "keyboard shortcut"}
     assert searched_by_description(search, kept, asked) == kept
+    # less its terms that describe nothing (the change asked for, an inflected one too), a qualifier kept
+    merge = Request.parse("Squash-merge the rate limiting PR in acme/api and make sure the issue it closes is closed")
+    assert searched_by_description(search, {"query": "squash-merge rate limiting is:pr"}, merge) == {
+        "query": "rate limiting is:pr"
+    }
+    assert "closes" not in merge.describing and "closed" not in merge.describing
     listing = Tool(
         "github", "list_issues", "List issues.", {"type": "object", "properties": {"state": {"type": "string"}}}
     )
@@ -619,6 +628,9 @@ def test_a_lookup_searches_by_the_words_that_describe_its_object() -> None:
 class _LooksUp(_Script):
     """The router as it plans a lookup: the comment acts on an issue (its ``issue_number``), and a write that has not
     run is followed by the planned search (decision ``auto``), then by the write."""
+
+    def arg_keys(self, query: str, tool: str, operation: str | None) -> None:
+        return None
 
     def object_params(self, tool: str, operation: str | None) -> list[str]:
         return ["issue_number"] if tool == COMMENT else []

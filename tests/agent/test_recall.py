@@ -106,6 +106,9 @@ class _Route:
     def examples_for(self, query: str, tool: str, operation: str | None, uses: Any) -> list[Any]:
         return []
 
+    def arg_keys(self, query: str, tool: str, operation: str | None) -> None:
+        return None
+
     def object_params(self, tool: str, operation: str | None) -> list[str]:
         return []
 
