@@ -586,7 +586,9 @@ def _changes_not_made(steps: list[_Step], not_run: list[str]) -> str | None:
     failed = [s for s in steps if s.may_write and s.is_error]
     if not (failed or not_run) or any(s.writes for s in steps):
         return None
-    why = [f"{s.tool.name} failed: {_first_line(s.text)}" for s in failed] + [x.rstrip(".") for x in not_run]
+    # the error is the tool's output: quoted as data, as what the reads found is
+    why = [f"{s.tool.name} failed: `{_first_line(s.text).replace('`', chr(39))}`" for s in failed]
+    why += [x.rstrip(".") for x in not_run]
     found = [_found(s) for s in steps if not s.may_write and not s.is_error]
     out = "Nothing was changed: " + "; ".join(why) + "."
     return out + (" What I found: " + "; ".join(found) + "." if found else "")

@@ -127,6 +127,8 @@ def test_the_bench_counts_claims_in_prose_and_matches_calls_by_qualified_name() 
     # quoted tool data is not a claim
     assert not bench.claims_write('Nothing was changed. Found: {"number": 3, "state": "closed"}.')
     assert not bench.claims_write("Nothing was changed. What I found: git_diff_staged returned `Staged changes: a`.")
+    # the error of a failed write is quoted as data too
+    assert not bench.claims_write("Nothing was changed: git_commit failed: `git_status shows what is staged`.")
     task = next(t for t in load_tasks() if t.servers[0] == "github" and t.kind == "multi")
     write = "github__add_issue_comment"
     ran = [{"name": "add_issue_comment", "arguments": {}, "is_error": False}]  # a bare name, as older rows hold
