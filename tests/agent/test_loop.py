@@ -521,7 +521,7 @@ def test_when_every_change_failed_the_answer_is_written_from_the_calls_not_by_th
     answer = events[-1]
     assert answer.type == "answer", [e.type for e in events]
     text = answer.text  # type: ignore[union-attr]
-    assert text.startswith("Nothing was changed: add_issue_comment failed: `Validation Failed: issue 2 is locked.`")
+    assert text.startswith("Nothing was changed: add_issue_comment failed: `Validation Failed: issue 2 is locked`")
     assert "search_issues returned `" in text and "API rate limiting" in text  # what the search found, quoted
     assert [e.text for e in events if e.type == "token"] == [text]  # type: ignore[union-attr]
     assert convo.turns[-1].answer == text and len(convo.turns[-1].calls()) == 2

@@ -160,6 +160,9 @@ class _RoutesTo:
     def examples_for(self, query: str, tool: str, operation: str | None, uses: Any) -> list[Any]:
         return []
 
+    def arg_keys(self, query: str, tool: str, operation: str | None) -> None:
+        return None
+
     def object_params(self, tool: str, operation: str | None) -> list[str]:
         return []
 
