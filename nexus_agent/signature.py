@@ -111,6 +111,16 @@ def words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
 
+def mentioned(name_words: set[str], text_words: set[str]) -> bool:
+    """Whether the text's words (:func:`words`) name any of ``name_words``."""
+    # prefix match, so "close" grounds "closed" and "label" grounds "labels"
+    return any(
+        w == t or (len(w) >= 4 and len(t) >= 4 and (w.startswith(t) or t.startswith(w)))
+        for w in name_words
+        for t in text_words
+    )
+
+
 def restates(desc: str, param: str, tool: str) -> bool:
     """Whether ``desc`` says nothing beyond the parameter's and the tool's names (plus filler words)."""
     known = words(param) | words(tool) | FILLER

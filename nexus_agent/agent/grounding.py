@@ -19,22 +19,12 @@ from nexus_agent.agent import forms
 from nexus_agent.agent.request import NUMBER, Request
 from nexus_agent.agent.schema import validate
 from nexus_agent.registry import IDENTIFIER, Tool
-from nexus_agent.signature import words
+from nexus_agent.signature import mentioned, words
 
 
 def conversation_text(request: str, history: list[dict[str, str]], user_only: bool = False) -> str:
     """The words argument writing may draw on: every earlier message (or only the user's), then the request."""
     return "\n".join([*(m["content"] for m in history if not user_only or m["role"] == "user"), request])
-
-
-def mentioned(name_words: set[str], text_words: set[str]) -> bool:
-    """Whether the text's words name any of ``name_words``."""
-    # prefix match, so "close" grounds "closed" and "label" grounds "labels"
-    return any(
-        w == t or (len(w) >= 4 and len(t) >= 4 and (w.startswith(t) or t.startswith(w)))
-        for w in name_words
-        for t in text_words
-    )
 
 
 def _grounded(

@@ -23,12 +23,10 @@ class ArgKeys:
     ``forced``: the keys of the closest example, which the grammar makes the model write (their values still face
     the grounding check: one the conversation does not state is dropped after). ``allowed``: every key the closest
     ``pool`` examples set; an optional parameter outside it is left out of the grammar unless the conversation names
-    it in full (``labels``, ``title``). ``example``: the closest example's request (for events and tests)."""
+    it in full (``labels``, ``title``)."""
 
     forced: frozenset[str]
     allowed: frozenset[str]
-    example: str
-    similarity: float
 
 
 # examples this much less close than the closest are as close: only the keys they all set are forced ("merge PR 44"
@@ -50,7 +48,7 @@ def arg_keys(ranked: Sequence[tuple[Usage, float]], threshold: float, pool: int)
     allowed: set[str] = set()
     for u, _ in ranked[:pool]:
         allowed |= set(u.arguments)
-    return ArgKeys(frozenset(forced), frozenset(allowed), closest.request, sim)
+    return ArgKeys(frozenset(forced), frozenset(allowed))
 
 
 def keys_view(

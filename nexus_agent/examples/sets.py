@@ -22,7 +22,7 @@ from typing import Any
 
 from nexus_agent.examples.bank import Example, ExamplesError, load_examples, shipped_bank_files
 from nexus_agent.registry import Tool
-from nexus_agent.signature import words
+from nexus_agent.signature import mentioned, words
 
 log = logging.getLogger(__name__)
 
@@ -133,20 +133,18 @@ class ExampleSet:
         ``assign_copilot_to_issue``, ``dependabot``, ``collaborators``): a request that says none of them does not
         mean that tool. Measured on the multi-step tune tasks (qwen1.5b): "assign the pagination bug to bob-kim" went
         to ``assign_copilot_to_issue``."""
-        told: dict[str, list[set[str]]] = {}
-        for q, rows in self._usages.items():
-            told[q] = [words(u.request) for u in rows if u.request]
+        told = {q: [words(u.request) for u in rows if u.request] for q, rows in self._usages.items()}
+        names = {q: words(q.split("__", 1)[-1]) for q in told}
         out: dict[str, frozenset[str]] = {}
         for q, said in told.items():
             if len(said) < 2:
                 continue
-            name = words(q.split("__", 1)[-1])
             own = {
                 w
-                for w in name
+                for w in names[q]
                 if len(w) >= 4
-                and all(says(w, ws) for ws in said)
-                and not any(says(w, ws) for q2, rows in told.items() if w not in words(q2) for ws in rows)
+                and all(mentioned({w}, ws) for ws in said)
+                and not any(mentioned({w}, ws) for q2, rows in told.items() if w not in names[q2] for ws in rows)
             }
             if own:
                 out[q] = frozenset(own)
@@ -158,12 +156,6 @@ class ExampleSet:
 
     def multi_step(self, server: str | None = None) -> list[Example]:
         return [ex for ex in self.examples if ex.multi_step and (server is None or ex.server == server)]
-
-
-def says(word: str, text_words: set[str]) -> bool:
-    """Whether ``text_words`` (:func:`~nexus_agent.signature.words` of a text) say ``word``, in any inflection
-    (a shared prefix of four letters or more: "collaborator" says ``collaborators``)."""
-    return any(t == word or (len(t) >= 4 and (t.startswith(word) or word.startswith(t))) for t in text_words)
 
 
 def _meta_examples(tool: Tool) -> list[Example]:

@@ -27,7 +27,6 @@ from nexus_agent import defaults
 from nexus_agent.backend import Backend, LocalBackend
 from nexus_agent.examples import Example, ExampleSet, Usage
 from nexus_agent.examples.keys import ArgKeys, arg_keys
-from nexus_agent.examples.sets import says
 from nexus_agent.registry import IDENTIFIER, OPERATION_PARAMS, OPERATION_SEP, Tool, split_key
 from nexus_agent.routing.calibration import Calibration
 from nexus_agent.routing.embedders import create_embedder
@@ -52,7 +51,7 @@ from nexus_agent.routing.query import for_retrieval, is_question, refers_back
 from nexus_agent.routing.relevance import looks_like_no_tool
 from nexus_agent.routing.rerank import create_reranker, reranker_class
 from nexus_agent.routing.rerank.base import Reranker
-from nexus_agent.signature import words
+from nexus_agent.signature import mentioned, words
 
 __all__ = [
     "Candidate",
@@ -777,7 +776,7 @@ class Router:
             return pool
         own = self.examples.examples.own_words
         said = words(query)
-        kept = [c for c in pool if all(says(w, said) for w in own.get(self.tools[c.key].qualified_name, ()))]
+        kept = [c for c in pool if all(mentioned({w}, said) for w in own.get(self.tools[c.key].qualified_name, ()))]
         return kept or pool
 
     def _writes_to_tell_apart(self, query: str, cands: Sequence[Candidate]) -> bool:

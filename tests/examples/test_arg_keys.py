@@ -67,7 +67,7 @@ def test_the_closest_examples_keys_are_forced_and_the_pools_allowed() -> None:
 
 def test_the_view_requires_the_forced_keys_and_leaves_out_what_nothing_sets() -> None:
     update = with_operation(ISSUE, "update")
-    keys = ArgKeys(frozenset({"method", "number", "assignees"}), frozenset({"method", "number", "assignees"}), "", 0.7)
+    keys = ArgKeys(frozenset({"method", "number", "assignees"}), frozenset({"method", "number", "assignees"}))
     request = "assign the pagination bug to bob"
     plain = arg_view(update, request)
     view = arg_view(update, request, keys)
