@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import functools
 import json
-import re
 import tempfile
 import time
 from collections import Counter
@@ -26,27 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from nexus_agent.agent.api import AgentConfig, NexusAgent
+from nexus_agent.agent.claims import claims_change
 from nexus_agent.evaluation.multistep import Task, Workspace, evaluate, load_tasks, result_text
 from nexus_agent.evaluation.stats import percentile
 from nexus_agent.mcp import MCPConfig, MultiServerClient
 
 ROOT = Path(__file__).resolve().parents[1]
 OBJECT_ARGS = {"owner", "repo", "issue_number", "pullNumber", "path", "source", "name", "branch", "branch_name"}
-CLAIM = re.compile(
-    r"\b(closed|commented|created|merged|label(?:l)?ed|updated|deleted|wrote|written|renamed|moved|committed|staged|"
-    r"assigned|reopened|edited|added|checked out|switched|opened|posted|replaced|reacted)\b",
-    re.IGNORECASE,
-)
-JSON_OBJECT = re.compile(r"\{[^{}]*\}")
-QUOTED = re.compile(r"`[^`]*`")  # tool output an answer quotes as data
-NEGATION = re.compile(r"\b(not|n't|never|no|unable|cannot|couldn't|didn't|wasn't|haven't)\b[^.]{0,30}$", re.IGNORECASE)
-
-
-def claims_write(answer: str) -> bool:
-    """The answer says, in its own words, in the past tense and not negated, that something was written. Tool data
-    it quotes (a JSON object, ``"state": "closed"``, or a backticked output) is not a claim."""
-    prose = JSON_OBJECT.sub(" ", QUOTED.sub(" ", answer))
-    return any(not NEGATION.search(prose[max(0, m.start() - 40) : m.start()]) for m in CLAIM.finditer(prose))
+# an answer that says something was changed (the runtime's own test: the turn asks it too)
+claims_write = claims_change
 
 
 def qualified(name: str, task: Task) -> str:

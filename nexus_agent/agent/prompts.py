@@ -99,6 +99,12 @@ LOOKUP = (
     "describes. Search by the words that describe it, not by its repository's name.)"
 )
 
+# The read a local write waits for (TurnRouter.reads_before): what it will change, or take its values from.
+READ_FIRST = (
+    "(This call reads what {tool} will then change or take its values from: the file, folder or repository the "
+    "request names. Read it as it is now; change nothing.)"
+)
+
 # A write that ran and failed on a parameter, written again once (ExampleUses.repair): the arguments see the error.
 REPAIR = (
     "(The call {tool} {args} FAILED: {error}\nWrite the arguments again: change what the error names, and leave out "

@@ -86,6 +86,9 @@ class AgentRouter:
     def arg_keys(self, query: str, tool: str, operation: str | None) -> ArgKeys | None:
         return self.router.arg_keys(query, tool, operation)
 
+    def reads_before(self, tool: str, operation: str | None) -> bool:
+        return self.router.reads_before(tool, operation)
+
     def after_turn(self) -> None:
         """Compile, within a small budget, the candidate lines the turn's decision found without a block
         (``--splice auto``); the next decisions splice them."""

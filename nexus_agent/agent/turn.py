@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from nexus_agent.agent.args import ArgumentWriter
+from nexus_agent.agent.claims import claims_change
 from nexus_agent.agent.events import (
     AnswerEvent,
     Candidate,
@@ -54,6 +55,7 @@ from nexus_agent.agent.prompts import (
     LOOKUP,
     NO_TOOL,
     NOTHING_CHANGED,
+    READ_FIRST,
     REPAIR,
     SYSTEM_CHAT,
     SYSTEM_MAIN,
@@ -121,6 +123,11 @@ class TurnRouter(Protocol):
     def object_params(self, tool: str, operation: str | None) -> list[str]:
         """The identifier parameters naming the existing object a call of ``tool`` (``operation``) acts on: the
         required ones, and those its every example sets."""
+        ...
+
+    def reads_before(self, tool: str, operation: str | None) -> bool:
+        """Whether a write of ``tool`` reads what it acts on first (a local tool its examples call after a read):
+        the loop reads it first when the request quotes no value."""
         ...
 
     def after_turn(self) -> None:
@@ -259,6 +266,7 @@ def _run_turn(
             )
         )
         req = Request.parse(request)  # every later step reads this object, not the string again
+        unchanged: str | None = None
         if route.tool is None:
             messages, seq = _without_tool(deps, req, window, history)
         else:
@@ -269,18 +277,24 @@ def _run_turn(
                 emit(TokenEvent(text=loop))
                 _finish(deps, convo, turn, loop, emit)
                 return
-            messages, seq = loop
+            messages, seq, unchanged = loop
 
         def on_token(text: str) -> None:
             partial.append(text)
-            emit(TokenEvent(text=text))
+            if unchanged is None:
+                emit(TokenEvent(text=text))
 
         try:
             gen = eng.chat(messages, lane=seq, max_tokens=384, repeat_penalty=1.1, on_token=on_token)
         except Exception as e:
             emit(ErrorEvent(stage="answer", message=f"answer generation failed: {e}"))
             return
-        _finish(deps, convo, turn, gen.text.strip(), emit)
+        answer = gen.text.strip()
+        if unchanged is not None:
+            # a change no call made: the answer is held until it is known not to claim one (claims.claims_change)
+            answer = unchanged if claims_change(answer) else answer
+            emit(TokenEvent(text=answer))
+        _finish(deps, convo, turn, answer, emit)
 
 
 def _trace(deps: TurnDeps, convo: Conversation, request: str, turn: Turn) -> list[dict[str, str]]:
@@ -371,11 +385,13 @@ def _loop(
     emit: Emit,
     check: Callable[[], None],
     turn: Turn,
-) -> tuple[list[dict[str, str]], int] | str | None:
+) -> tuple[list[dict[str, str]], int, str | None] | str | None:
     """The agent loop from the routed tool ``first``: call, then decide between another call and the answer, up to
-    ``deps.max_steps`` calls. Returns the answer prompt and lane; the answer itself when every change it tried failed
-    (:func:`_changes_not_made`); or None when the turn ends with an error (only at step 1: a later step that cannot
-    run ends the loop, and the answer reports the calls that ran)."""
+    ``deps.max_steps`` calls. Returns the answer prompt, its lane, and the answer written from the calls that
+    replaces the model's if it claims a change when the request asked for one and no call made it
+    (:func:`_unchanged`); the answer itself when every change it tried failed (:func:`_changes_not_made`); or None
+    when the turn ends with an error (only at step 1: a later step that cannot run ends the loop, and the answer
+    reports the calls that ran)."""
     steps: list[_Step] = []
     tried: list[CallSoFar] = []  # what the next-step decision reads: the calls that ran, and a refused first one
     not_run: list[str] = []  # writes that did not run (refused, not confirmed, no valid arguments): why
@@ -392,7 +408,7 @@ def _loop(
         got = _call_step(deps, qualified, operation, request, history, steps, step, emit, check, purpose=purpose)
         if isinstance(got, _Halt) and step == 1:
             if got.stage == "skip":
-                return _without_tool(deps, request, window, history)
+                return (*_without_tool(deps, request, window, history), None)
             if got.refused is None or deps.max_steps == 1:
                 emit(ErrorEvent(stage=got.stage, message=got.message))
                 return None
@@ -452,7 +468,7 @@ def _loop(
         not_run.remove(waiting.unrun)  # the write ran after its lookup: its own outcome is what the answer reports
     if (failed := _changes_not_made(steps, not_run)) is not None:
         return failed
-    return _answer_prompt(deps, request, history, steps, note), deps.lane
+    return _answer_prompt(deps, request, history, steps, note), deps.lane, _unchanged(request, steps, note)
 
 
 def searched_by_description(tool: Tool, args: dict[str, Any], request: Request) -> dict[str, Any]:
@@ -505,9 +521,16 @@ def _look_up_first(
     if deps.max_steps < 2 or tool is None or not needs_confirmation(deps.annotations(qualified)):
         return None
     params = deps.router.object_params(qualified, operation)
-    if not params or any(identifier_given(tool, p, request, history) for p in params):
+    if params and not any(identifier_given(tool, p, request, history) for p in params):
+        why = f"the request does not say which one it means ({', '.join(params)}), so it was looked up first"
+        note = LOOKUP.format(tool=tool.name, params=", ".join(params))
+    elif not params and not request.quoted and deps.router.reads_before(qualified, operation):
+        # measured on the multi-step tune tasks (qwen1.5b): written at once, "tick it off in …/todo.md" replaced
+        # the whole list with "Tick it off", and "Add a P.S. … his number from …/contacts.csv" the whole letter
+        why = "what it acts on was read first: the request does not quote what to write"
+        note = READ_FIRST.format(tool=tool.name)
+    else:
         return None
-    why = f"the request does not say which one it means ({', '.join(params)}), so it was looked up first"
     shown = {tool.operation_param: operation} if tool.operation_param and operation else {}
     waiting = CallSoFar(qualified, shown, f"not run yet: {why}", failed=True, ran=False)
     nxt = _next(deps, request, window, [waiting])
@@ -515,9 +538,7 @@ def _look_up_first(
         return None  # no planned lookup: the arguments are written as for any write
     emit(ToolSkippedEvent(name=tool.name, server=tool.server, reason=why, step=1))
     _emit_route(emit, nxt, 1)
-    return _Waiting(
-        waiting, f"{tool.name} was not run: {why}", nxt, LOOKUP.format(tool=tool.name, params=", ".join(params))
-    )
+    return _Waiting(waiting, f"{tool.name} was not run: {why}", nxt, note)
 
 
 # An error that names what to change in the arguments: a parameter, a missing or required value, an unsupported or
@@ -591,6 +612,17 @@ def _changes_not_made(steps: list[_Step], not_run: list[str]) -> str | None:
     why += [x.rstrip(".") for x in not_run]
     found = [_found(s) for s in steps if not s.may_write and not s.is_error]
     out = "Nothing was changed: " + "; ".join(why) + "."
+    return out + (" What I found: " + "; ".join(found) + "." if found else "")
+
+
+def _unchanged(request: Request, steps: list[_Step], note: str) -> str | None:
+    """For a request for a change that no call made (every call a read), the answer written from the calls; None
+    when a call wrote or the request asks for no change."""
+    if not request.change or any(s.may_write for s in steps):
+        return None
+    stopped = f" {note.strip().strip('()')}" if note else ""
+    found = [_found(s) if not s.is_error else f"{s.tool.name} failed: `{_first_line(s.text)}`" for s in steps]
+    out = f"Nothing was changed: no call made the change you asked for.{stopped}"
     return out + (" What I found: " + "; ".join(found) + "." if found else "")
 
 

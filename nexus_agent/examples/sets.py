@@ -150,6 +150,16 @@ class ExampleSet:
                 out[q] = frozenset(own)
         return out
 
+    def tools_whose_requests(self, says: Callable[[str], bool], share: float = 0.5) -> frozenset[str]:
+        """The tools with two or more example requests of which at least ``share`` ``says`` something (name a
+        local path: the filesystem's and git's tools, never GitHub's)."""
+        out = set()
+        for q, rows in self._usages.items():
+            told = [u.request for u in rows if u.request]
+            if len(told) >= 2 and sum(map(says, told)) >= share * len(told):
+                out.add(q)
+        return frozenset(out)
+
     def first_calls(self) -> list[Usage]:
         """The first call of every example that has a request: what routing should pick for that request."""
         return [u for rows in self._usages.values() for u in rows if u.index == 0 and u.request]

@@ -9,6 +9,7 @@ once per process. ``qvec`` below is :meth:`ExampleIndex.vector` of the request.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from nexus_agent.examples import Example, ExampleSet, Usage
 from nexus_agent.routing.index import F32, EmbeddingCache
-from nexus_agent.routing.query import masked
+from nexus_agent.routing.query import masked, names_local_path
 
 
 class ExampleIndex:
@@ -28,6 +29,12 @@ class ExampleIndex:
 
     def __len__(self) -> int:
         return len(self.examples)
+
+    @functools.cached_property
+    def path_tools(self) -> frozenset[str]:
+        """The tools whose examples are asked for with a local path (``names_local_path``): git's and the
+        filesystem's, which a request naming one means (:meth:`Router._in_scope`)."""
+        return self.examples.tools_whose_requests(names_local_path)
 
     def vector(self, query: str) -> F32:
         """The unit vector ``[dim]`` a request is compared with examples by: its masked text's."""

@@ -120,6 +120,33 @@ _MASK_HASH = re.compile(r"(?<!\w)#\d+")
 _MASK_NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
 
 
+# an absolute or home path ("/home/ana/notes", "~/src/shop"): :data:`_PATH` less the relative ones
+_LOCAL_PATH = re.compile(r"(?<![\w/.:])~?/[\w.@-]+(?:/[\w.@-]+)*")
+# the words before an ``x/y`` that make it a branch's name, not a repository's ("a branch named spike/pdf-export",
+# "check out feature/csv-export", "off feature/jitter")
+_BRANCH_BEFORE = re.compile(
+    r"\b(?:branch(?:es)?|check\s*out|switch(?:\s+to)?|off|onto|rebase)\b(?:\W+\w+){0,2}\W*$", re.IGNORECASE
+)
+
+_BRANCH_AFTER = re.compile(r"\W*branch\b", re.IGNORECASE)  # "the draft/dark-theme branch"
+
+
+def names_local_path(query: str) -> bool:
+    """Whether ``query`` names an absolute or home file-system path (outside a URL)."""
+    return bool(_LOCAL_PATH.search(_URL.sub(" ", query)))
+
+
+def names_repository(query: str) -> bool:
+    """Whether ``query`` names an ``owner/repo`` (as :func:`masked` finds one: not a path or a file) that is not a
+    branch's name ("create the branch feature/tax-total"). A name such as "feature/csv-export" with no "branch" before
+    it still counts: the two cannot be told apart by their spelling."""
+    text = _URL.sub(" ", QUOTED.sub(" ", query))
+    return any(
+        not _BRANCH_BEFORE.search(text[: m.start()]) and not _BRANCH_AFTER.match(text[m.end() :])
+        for m in _MASK_REPO.finditer(text)
+    )
+
+
 @lru_cache(maxsize=8192)  # the bank's requests are masked again on every routing that reads the examples
 def masked(query: str) -> str:
     """``query`` with the values that name its objects replaced by their kinds (``"…"``, ``owner/repo``, ``N``).

@@ -47,7 +47,7 @@ from nexus_agent.routing.followup import (
 from nexus_agent.routing.index import F32, ToolIndex
 from nexus_agent.routing.judge import RelevanceJudge, names_concrete_object
 from nexus_agent.routing.options import RouterConfig, RouterOptions
-from nexus_agent.routing.query import for_retrieval, is_question, refers_back
+from nexus_agent.routing.query import for_retrieval, is_question, names_local_path, names_repository, refers_back
 from nexus_agent.routing.relevance import looks_like_no_tool
 from nexus_agent.routing.rerank import create_reranker, reranker_class
 from nexus_agent.routing.rerank.base import Reranker
@@ -211,6 +211,21 @@ class Router:
             always = self.index.examples.always_set(qualified, operation)
             named = [*(tool.input_schema.get("required") or []), *sorted(always)]
             return [k for k in dict.fromkeys(named) if k in props and IDENTIFIER.search(k)]
+
+    def reads_before(self, qualified: str, operation: str | None = None) -> bool:
+        """Whether a write of ``qualified`` reads what it acts on first, by its examples: a local tool
+        (``ExampleIndex.path_tools``) that one of its multi-step examples calls after a read of its own server
+        (``edit_file`` after ``read_text_file``, ``git_add`` after ``git_status``, ``git_checkout`` after
+        ``git_branch``; not ``git_create_branch``, which no example reads before). Off with the examples' routing
+        keys."""
+        if not self.cfg.examples.keys or not len(self.examples):
+            return False
+        with self.lock:
+            tool = self.by_name().get(qualified)
+            if tool is None or tool.read_only_hint is True or qualified not in self.examples.path_tools:
+                return False
+            reads = {t.qualified_name for t in self.tools.values() if t.server == tool.server and t.read_only_hint}
+            return self.examples.lookup_for(None, qualified, reads) is not None
 
     def arg_keys(self, query: str, qualified: str, operation: str | None = None) -> ArgKeys | None:
         """The keys argument writing writes for ``query`` on ``qualified`` (``operation``), from its closest
@@ -614,7 +629,7 @@ class Router:
             last_key = self.key_for(split_key(last.tool)[0], last.arguments)
             previous = PreviousTurn(query, last_key) if last_key is not None else None
             qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand))
-            cands = self.retrieve(query, qvec=qvec, previous=previous, history=history)
+            cands = self._in_scope(query, self.retrieve(query, qvec=qvec, previous=previous, history=history))
             cands = [c for c in cands if self.tools[c.key].qualified_name not in wrote]
             if any(c.failed and c.ran for c in calls):
                 # after a call that ran and failed, only tools that declare themselves read-only: measured, a failed
@@ -740,7 +755,7 @@ class Router:
             margin, reordered = self._confidence(self.retrieve(query, allowed, qvec=qvec))
             if gate.decide(margin) and not reordered:
                 following = None
-        cands = self.retrieve(query, allowed, qvec=qvec, previous=following, history=history)
+        cands = self._in_scope(query, self.retrieve(query, allowed, qvec=qvec, previous=following, history=history))
         margin, reordered = self._confidence(cands)
         pool = cands[: self.cfg.retrieval.pool]
         if not cands:
@@ -778,6 +793,26 @@ class Router:
         said = words(query)
         kept = [c for c in pool if all(mentioned({w}, said) for w in own.get(self.tools[c.key].qualified_name, ()))]
         return kept or pool
+
+    def _in_scope(self, query: str, cands: list[Candidate]) -> list[Candidate]:
+        """``cands`` less the tools of the other side when the request names one side only: a local path and no
+        repository (:func:`names_repository`) keeps the tools asked for with a local path
+        (``ExampleIndex.path_tools``: git's, the filesystem's); a repository and no local path keeps the others
+        (GitHub's). Unless that leaves none; a request naming both (a GitHub file saved to a local path) keeps
+        every tool.
+
+        Measured on the multi-step tune tasks (qwen1.5b): "Create a branch named spike/pdf-export in /tmp/…/repo"
+        went to GitHub's ``create_branch`` with the path's pieces as owner and repo, "commit only the modified file
+        in /tmp/…/repo" to ``create_or_update_file``, and "create a branch chore/deps in acme/web from main" to
+        git's ``git_create_branch`` with ``repo_path`` "acme/web"."""
+        if not self.cfg.examples.keys or not len(self.examples):
+            return cands
+        path, repo = names_local_path(query), names_repository(query)
+        if path == repo:
+            return cands
+        local = self.examples.path_tools
+        kept = [c for c in cands if (self.tools[c.key].qualified_name in local) == path]
+        return kept or cands
 
     def _writes_to_tell_apart(self, query: str, cands: Sequence[Candidate]) -> bool:
         """A request for a change whose first candidates hold several tools that may write

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -97,6 +98,9 @@ class _Script:
 
     def object_params(self, tool: str, operation: str | None) -> list[str]:
         return []
+
+    def reads_before(self, tool: str, operation: str | None) -> bool:
+        return False
 
     def apply_diff(self, changed: list[Tool], removed: list[str]) -> None:
         pass
@@ -677,3 +681,102 @@ def test_a_write_whose_object_is_only_described_waits_for_its_lookup(
         assert [c[0] for c in calls] == [SEARCH] and sum(e.type == "tool_skipped" for e in events) == 1
         text = events[-1].text  # type: ignore[union-attr]
         assert text.startswith("Nothing was changed: add_issue_comment was not run") and "looked up first" in text
+
+
+WRITE_FILE = Tool(
+    "filesystem",
+    "write_file",
+    "Create or overwrite a file.",
+    {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        "required": ["path", "content"],
+    },
+)
+READ_FILE = Tool(
+    "filesystem",
+    "read_text_file",
+    "Read a file.",
+    {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    read_only_hint=True,
+)
+
+
+class _ReadsFirst(_Script):
+    """The router as it plans a read before a local write (``reads_before``) and the write after it."""
+
+    def reads_before(self, tool: str, operation: str | None) -> bool:
+        return tool == WRITE_FILE.qualified_name
+
+    def next_step(self, query: str, window: list[dict[str, str]], calls: Sequence[CallSoFar]) -> RouteOutcome:
+        out = super().next_step(query, window, calls)
+        return RouteOutcome("auto", out.tool, [], 0.0) if out.tool else out
+
+
+@pytest.mark.parametrize("quoted", [False, True])
+def test_a_local_write_that_takes_its_text_from_files_reads_them_first(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, quoted: bool
+) -> None:
+    """ "tick it off in …/todo.md" was written at once as the whole file's new text ("Tick it off"): the write now
+    waits for a read of what the request names; a request that quotes what to write is written at once."""
+    notes: dict[str, str | None] = {}
+    args = {
+        READ_FILE.name: {"path": "/home/ana/notes/todo.md"},
+        WRITE_FILE.name: {"path": "/home/ana/notes/todo.md", "content": "- [x] renew passport"},
+    }
+
+    def write(self: Any, tool: Tool, *a: Any, **k: Any) -> Any:
+        notes[tool.name] = k.get("note")
+        return SimpleNamespace(arguments=dict(args[tool.name]), schema_error=None)
+
+    monkeypatch.setattr(ArgumentWriter, "write", write)
+    local = {t.qualified_name: t for t in (WRITE_FILE, READ_FILE)}
+    router = _ReadsFirst(WRITE_FILE.qualified_name, [READ_FILE.qualified_name, WRITE_FILE.qualified_name])
+    calls: list[tuple[str, dict[str, Any]]] = []
+    results: dict[str, CallResult | Exception] = {
+        READ_FILE.qualified_name: CallResult("- [ ] renew passport\n- [ ] call the bank", False),
+        WRITE_FILE.qualified_name: CallResult("Successfully wrote", False),
+    }
+    deps = _deps(engine, router, local, calls, results, max_steps=3)
+    deps = replace(deps, annotations={READ_FILE.qualified_name: {"readOnlyHint": True}}.get)
+    request = "tick 'renew passport' off" if quoted else "I renewed my passport, tick it off in /home/ana/notes/todo.md"
+    events: list[Event] = []
+    run_turn(deps, Conversation(), request, events.append)
+    if quoted:
+        assert [c[0] for c in calls][:1] == [WRITE_FILE.qualified_name]
+        return
+    assert [c[0] for c in calls] == [READ_FILE.qualified_name, WRITE_FILE.qualified_name]
+    skipped = next(e for e in events if e.type == "tool_skipped")
+    assert "what it acts on was read first" in skipped.reason  # type: ignore[union-attr]
+    assert "reads what write_file will then change" in str(notes[READ_FILE.name])
+    assert router.seen[0][0].tool == WRITE_FILE.qualified_name and not router.seen[0][0].ran
+
+
+@pytest.mark.parametrize("said", ["The issue about rate limiting was closed.", "Issue #2 is about rate limiting."])
+def test_an_answer_claiming_a_change_no_call_made_is_written_from_the_calls(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch, said: str
+) -> None:
+    """ "close the rate limiting issue" that ran only a search: the model's "was closed" is replaced by what the calls
+    did; an answer that claims nothing stands. Either way the text comes out once, after it was checked."""
+    _write_args(monkeypatch, lambda name: dict(_ARGS[name]))
+
+    def chat(self: Any, messages: Any, lane: int, on_token: Callable[[str], None] | None = None, **k: Any) -> Any:
+        if on_token is not None:
+            on_token(said)
+        return SimpleNamespace(text=said)
+
+    monkeypatch.setattr(LocalBackend, "chat", chat)
+    router = _Script(SEARCH, [None])
+    calls: list[tuple[str, dict[str, Any]]] = []
+    results: dict[str, CallResult | Exception] = {SEARCH: CallResult(FOUND, False)}
+    events: list[Event] = []
+    request = "Close the acme/api issue about rate limiting."
+    run_turn(_deps(engine, router, tools, calls, results, max_steps=2), Conversation(), request, events.append)
+    assert [c[0] for c in calls] == [SEARCH]
+    answer = events[-1].text  # type: ignore[union-attr]
+    tokens = [e.text for e in events if e.type == "token"]  # type: ignore[union-attr]
+    assert tokens == [answer]
+    if "closed" in said:
+        assert answer.startswith("Nothing was changed: no call made the change") and "search_issues returned" in answer
+    else:
+        assert answer == said

@@ -112,6 +112,9 @@ class _Route:
     def object_params(self, tool: str, operation: str | None) -> list[str]:
         return []
 
+    def reads_before(self, tool: str, operation: str | None) -> bool:
+        return False
+
     def after_turn(self) -> None:
         pass
 

@@ -166,6 +166,9 @@ class _RoutesTo:
     def object_params(self, tool: str, operation: str | None) -> list[str]:
         return []
 
+    def reads_before(self, tool: str, operation: str | None) -> bool:
+        return False
+
 
 def test_routing_is_told_the_last_tool_turn_past_small_talk(engine: Engine, tools: dict[str, Tool]) -> None:
     convo = Conversation(
