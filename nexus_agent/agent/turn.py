@@ -527,7 +527,7 @@ def _look_up_first(
     elif not params and not request.quoted and deps.router.reads_before(qualified, operation):
         # measured on the multi-step tune tasks (qwen1.5b): written at once, "tick it off in …/todo.md" replaced
         # the whole list with "Tick it off", and "Add a P.S. … his number from …/contacts.csv" the whole letter
-        why = "what it acts on was read first: the request does not quote what to write"
+        why = "it waited for a read of what it acts on, as the request quotes nothing to write"
         note = READ_FIRST.format(tool=tool.name)
     else:
         return None

@@ -747,7 +747,7 @@ def test_a_local_write_that_takes_its_text_from_files_reads_them_first(
         return
     assert [c[0] for c in calls] == [READ_FILE.qualified_name, WRITE_FILE.qualified_name]
     skipped = next(e for e in events if e.type == "tool_skipped")
-    assert "what it acts on was read first" in skipped.reason  # type: ignore[union-attr]
+    assert "waited for a read of what it acts on" in skipped.reason  # type: ignore[union-attr]
     assert "reads what write_file will then change" in str(notes[READ_FILE.name])
     assert router.seen[0][0].tool == WRITE_FILE.qualified_name and not router.seen[0][0].ran
 
