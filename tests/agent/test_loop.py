@@ -713,16 +713,19 @@ class _ReadsFirst(_Script):
         return RouteOutcome("auto", out.tool, [], 0.0) if out.tool else out
 
 
-@pytest.mark.parametrize("quoted", [False, True])
+@pytest.mark.parametrize(
+    ("quoted", "target"), [(False, "/home/ana/notes/done.md"), (False, "/home/ana/notes/todo.md"), (True, "")]
+)
 def test_a_local_write_that_takes_its_text_from_files_reads_them_first(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch, quoted: bool
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, quoted: bool, target: str
 ) -> None:
     """ "tick it off in …/todo.md" was written at once as the whole file's new text ("Tick it off"): the write now
     waits for a read of what the request names; a request that quotes what to write is written at once."""
     notes: dict[str, str | None] = {}
     args = {
         READ_FILE.name: {"path": "/home/ana/notes/todo.md"},
-        WRITE_FILE.name: {"path": "/home/ana/notes/todo.md", "content": "- [x] renew passport"},
+        # a new file runs; over the file it read, the write is refused (as the next test)
+        WRITE_FILE.name: {"path": target or "/home/ana/notes/todo.md", "content": "- [x] renew passport"},
     }
 
     def write(self: Any, tool: Tool, *a: Any, **k: Any) -> Any:
@@ -744,6 +747,12 @@ def test_a_local_write_that_takes_its_text_from_files_reads_them_first(
     run_turn(deps, Conversation(), request, events.append)
     if quoted:
         assert [c[0] for c in calls][:1] == [WRITE_FILE.qualified_name]
+        return
+    if target.endswith("todo.md"):
+        # read, then held: the answer says once why the write did not run
+        assert [c[0] for c in calls] == [READ_FILE.qualified_name]
+        answer = events[-1].text  # type: ignore[union-attr]
+        assert answer.count("write_file was not run") == 1 and "replace the whole of" in answer
         return
     assert [c[0] for c in calls] == [READ_FILE.qualified_name, WRITE_FILE.qualified_name]
     skipped = next(e for e in events if e.type == "tool_skipped")
@@ -780,3 +789,35 @@ def test_an_answer_claiming_a_change_no_call_made_is_written_from_the_calls(
         assert answer.startswith("Nothing was changed: no call made the change") and "search_issues returned" in answer
     else:
         assert answer == said
+
+
+@pytest.mark.parametrize("asks", ["tick it off in /home/ana/notes/todo.md", "overwrite /home/ana/notes/todo.md"])
+def test_a_write_that_overwrites_a_file_the_turn_read_runs_only_when_asked_to(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, asks: str
+) -> None:
+    """A tool that says it overwrites, on the path a read of the turn just read: refused unless the request asks for
+    the file to be replaced whole (after reading contacts.csv qwen1.5b wrote the whole file anew to change one
+    number)."""
+    args = {
+        READ_FILE.name: {"path": "/home/ana/notes/todo.md"},
+        WRITE_FILE.name: {"path": "/home/ana/notes/todo.md", "content": "- [x] renew passport"},
+    }
+    _write_args(monkeypatch, lambda name: dict(args[name]))
+    local = {t.qualified_name: t for t in (WRITE_FILE, READ_FILE)}
+    router = _Script(READ_FILE.qualified_name, [WRITE_FILE.qualified_name])
+    calls: list[tuple[str, dict[str, Any]]] = []
+    results: dict[str, CallResult | Exception] = {
+        READ_FILE.qualified_name: CallResult("- [ ] renew passport\n- [ ] call the bank", False),
+        WRITE_FILE.qualified_name: CallResult("Successfully wrote", False),
+    }
+    deps = _deps(engine, router, local, calls, results, max_steps=3)
+    deps = replace(deps, annotations={READ_FILE.qualified_name: {"readOnlyHint": True}}.get)
+    events: list[Event] = []
+    run_turn(deps, Conversation(), asks, events.append)
+    if asks.startswith("overwrite"):
+        assert [c[0] for c in calls] == [READ_FILE.qualified_name, WRITE_FILE.qualified_name]
+        return
+    assert [c[0] for c in calls] == [READ_FILE.qualified_name]
+    answer = events[-1].text  # type: ignore[union-attr]
+    assert answer.startswith("Nothing was changed: write_file was not run: it would replace the whole of")
+    assert answer.count("was not run") == 1
