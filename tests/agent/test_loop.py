@@ -25,6 +25,8 @@ from nexus_agent.registry import Tool, load_registry
 from nexus_agent.routing.followup import CallSoFar, PreviousTurn, asks_for_change, steps_named
 from nexus_agent.routing.options import RouterOptions
 from nexus_agent.routing.router import NEXT_STEP_POOL
+from tests.examples.test_local_scope import READ as READ_FILE
+from tests.examples.test_local_scope import WRITE as WRITE_FILE
 
 SEARCH = "github__search_issues"
 COMMENT = "github__add_issue_comment"
@@ -683,23 +685,15 @@ def test_a_write_whose_object_is_only_described_waits_for_its_lookup(
         assert text.startswith("Nothing was changed: add_issue_comment was not run") and "looked up first" in text
 
 
-WRITE_FILE = Tool(
-    "filesystem",
-    "write_file",
-    "Create or overwrite a file.",
-    {
-        "type": "object",
-        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-        "required": ["path", "content"],
-    },
-)
-READ_FILE = Tool(
-    "filesystem",
-    "read_text_file",
-    "Read a file.",
-    {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-    read_only_hint=True,
-)
+def _local_deps(engine: Engine, router: _Script, calls: list[tuple[str, dict[str, Any]]]) -> TurnDeps:
+    """A turn with the local file tools only: the read returns a todo list, the write succeeds."""
+    results: dict[str, CallResult | Exception] = {
+        READ_FILE.qualified_name: CallResult("- [ ] renew passport\n- [ ] call the bank", False),
+        WRITE_FILE.qualified_name: CallResult("Successfully wrote", False),
+    }
+    local = {t.qualified_name: t for t in (WRITE_FILE, READ_FILE)}
+    deps = _deps(engine, router, local, calls, results, max_steps=3)
+    return replace(deps, annotations={READ_FILE.qualified_name: {"readOnlyHint": True}}.get)
 
 
 class _ReadsFirst(_Script):
@@ -733,15 +727,9 @@ def test_a_local_write_that_takes_its_text_from_files_reads_them_first(
         return SimpleNamespace(arguments=dict(args[tool.name]), schema_error=None)
 
     monkeypatch.setattr(ArgumentWriter, "write", write)
-    local = {t.qualified_name: t for t in (WRITE_FILE, READ_FILE)}
     router = _ReadsFirst(WRITE_FILE.qualified_name, [READ_FILE.qualified_name, WRITE_FILE.qualified_name])
     calls: list[tuple[str, dict[str, Any]]] = []
-    results: dict[str, CallResult | Exception] = {
-        READ_FILE.qualified_name: CallResult("- [ ] renew passport\n- [ ] call the bank", False),
-        WRITE_FILE.qualified_name: CallResult("Successfully wrote", False),
-    }
-    deps = _deps(engine, router, local, calls, results, max_steps=3)
-    deps = replace(deps, annotations={READ_FILE.qualified_name: {"readOnlyHint": True}}.get)
+    deps = _local_deps(engine, router, calls)
     request = "tick 'renew passport' off" if quoted else "I renewed my passport, tick it off in /home/ana/notes/todo.md"
     events: list[Event] = []
     run_turn(deps, Conversation(), request, events.append)
@@ -803,15 +791,9 @@ def test_a_write_that_overwrites_a_file_the_turn_read_runs_only_when_asked_to(
         WRITE_FILE.name: {"path": "/home/ana/notes/todo.md", "content": "- [x] renew passport"},
     }
     _write_args(monkeypatch, lambda name: dict(args[name]))
-    local = {t.qualified_name: t for t in (WRITE_FILE, READ_FILE)}
     router = _Script(READ_FILE.qualified_name, [WRITE_FILE.qualified_name])
     calls: list[tuple[str, dict[str, Any]]] = []
-    results: dict[str, CallResult | Exception] = {
-        READ_FILE.qualified_name: CallResult("- [ ] renew passport\n- [ ] call the bank", False),
-        WRITE_FILE.qualified_name: CallResult("Successfully wrote", False),
-    }
-    deps = _deps(engine, router, local, calls, results, max_steps=3)
-    deps = replace(deps, annotations={READ_FILE.qualified_name: {"readOnlyHint": True}}.get)
+    deps = _local_deps(engine, router, calls)
     events: list[Event] = []
     run_turn(deps, Conversation(), asks, events.append)
     if asks.startswith("overwrite"):

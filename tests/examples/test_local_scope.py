@@ -52,7 +52,7 @@ LOCAL = Tool(
 WRITE = Tool(
     "fs",
     "write_file",
-    "Write a file.",
+    "Create or overwrite a file.",
     {
         "type": "object",
         "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
