@@ -396,6 +396,7 @@ def _loop(
     tried: list[CallSoFar] = []  # what the next-step decision reads: the calls that ran, and a refused first one
     not_run: list[str] = []  # writes that did not run (refused, not confirmed, no valid arguments): why
     note = ""
+    held: str | None = None  # the write a later step held (refused, not confirmed): its not_run line says why
     qualified, operation, step = first, first_op, 1
     waiting = _look_up_first(deps, qualified, operation, request, history, window, emit)
     if waiting is not None:
@@ -431,6 +432,7 @@ def _loop(
             note = f"(Step {step} was not run: {got.message}.)\n"
             if got.stage != "repeat" and needs_confirmation(deps.annotations(qualified)):
                 not_run.append(f"{got.name or qualified.split('__', 1)[-1]} was not run: {got.message}")
+                held = qualified
             break
         if got.may_write and got.is_error and deps.examples.repair and repairable(got.text, got.tool):
             # a write that ran and failed on a parameter is written again once, told the error (today's model
@@ -464,9 +466,7 @@ def _loop(
         if nxt.tool is None:
             break
         qualified, operation = nxt.tool, nxt.operation
-    name = first.split("__", 1)[-1]
-    later = [x for x in not_run if x is not (waiting.unrun if waiting else None) and x.startswith(f"{name} was not")]
-    if waiting is not None and (any(s.qualified == first for s in steps) or later):
+    if waiting is not None and (any(s.qualified == first for s in steps) or held == first):
         # the write ran, or was tried and held, after its lookup: its own outcome is what the answer reports
         not_run.remove(waiting.unrun)
     if (failed := _changes_not_made(steps, not_run)) is not None:
@@ -619,9 +619,7 @@ def _overwrites_read(tool: Tool, steps: Sequence[_Step], args: Mapping[str, Any]
     "tick it off in …/todo.md" left a one-line list."""
     if not _OVERWRITES.search(tool.description) or _ASKS_OVERWRITE.search(request.text):
         return None
-    read = {
-        v for s in steps if not s.may_write and not s.is_error for k, v in s.arguments.items() if isinstance(v, str)
-    }
+    read = {v for s in steps if not s.may_write and not s.is_error for v in s.arguments.values() if isinstance(v, str)}
     named = [v for k, v in args.items() if isinstance(v, str) and _NAMES_OBJECT.search(k) and v in read]
     if not named:
         return None
@@ -638,12 +636,8 @@ def _changes_not_made(steps: list[_Step], not_run: list[str]) -> str | None:
     failed = [s for s in steps if s.may_write and s.is_error]
     if not (failed or not_run) or any(s.writes for s in steps):
         return None
-    # the error is the tool's output: quoted as data, as what the reads found is
-    why = [f"{s.tool.name} failed: `{_first_line(s.text).replace('`', chr(39))}`" for s in failed]
-    why += [x.rstrip(".") for x in not_run]
-    found = [_found(s) for s in steps if not s.may_write and not s.is_error]
-    out = "Nothing was changed: " + "; ".join(why) + "."
-    return out + (" What I found: " + "; ".join(found) + "." if found else "")
+    why = [_failure(s) for s in failed] + [x.rstrip(".") for x in not_run]
+    return _nothing_changed("; ".join(why) + ".", [s for s in steps if not s.may_write and not s.is_error])
 
 
 def _unchanged(request: Request, steps: list[_Step], note: str) -> str | None:
@@ -652,9 +646,20 @@ def _unchanged(request: Request, steps: list[_Step], note: str) -> str | None:
     if not request.change or any(s.may_write for s in steps):
         return None
     stopped = f" {note.strip().strip('()')}" if note else ""
-    found = [_found(s) if not s.is_error else f"{s.tool.name} failed: `{_first_line(s.text)}`" for s in steps]
-    out = f"Nothing was changed: no call made the change you asked for.{stopped}"
-    return out + (" What I found: " + "; ".join(found) + "." if found else "")
+    return _nothing_changed(f"no call made the change you asked for.{stopped}", steps)
+
+
+def _nothing_changed(why: str, reads: Sequence[_Step]) -> str:
+    """The answer written from the calls when nothing was changed: ``why``, then what each of ``reads`` found (or
+    its error)."""
+    found = [_failure(s) if s.is_error else _found(s) for s in reads]
+    return f"Nothing was changed: {why}" + (" What I found: " + "; ".join(found) + "." if found else "")
+
+
+def _failure(s: _Step) -> str:
+    """A failed call as a written answer says it: the error is the tool's output, quoted as data (in backticks), as
+    what the reads found is."""
+    return f"{s.tool.name} failed: `{_first_line(s.text).replace('`', chr(39))}`"
 
 
 def _found(s: _Step) -> str:

@@ -127,7 +127,6 @@ _LOCAL_PATH = re.compile(r"(?<![\w/.:])~?/[\w.@-]+(?:/[\w.@-]+)*")
 _BRANCH_BEFORE = re.compile(
     r"\b(?:branch(?:es)?|check\s*out|switch(?:\s+to)?|off|onto|rebase)\b(?:\W+\w+){0,2}\W*$", re.IGNORECASE
 )
-
 _BRANCH_AFTER = re.compile(r"\W*branch\b", re.IGNORECASE)  # "the draft/dark-theme branch"
 
 
