@@ -441,6 +441,14 @@ def _loop(
             again = _call_step(deps, qualified, operation, request, history, steps, step, emit, check, repair=got)
             if isinstance(again, _Step):
                 got = again
+        if not got.may_write and not got.is_error and carries_nothing(got.text):
+            # a search that found nothing searches once more by its terms' stems, in the same step
+            wider = broadened(got.tool, got.arguments)
+            if wider is not None:
+                _record(turn, got)
+                again = _call_step(deps, qualified, operation, request, history, steps, step, emit, check, given=wider)
+                if isinstance(again, _Step):
+                    got = again
         steps.append(got)
         tried.append(
             CallSoFar(
@@ -490,6 +498,30 @@ def searched_by_description(tool: Tool, args: dict[str, Any], request: Request) 
         return args if kept == query.split() else {**args, "query": " ".join(kept)}
     said = [t for t in re.findall(r"[^\W_]+", request.text) if words(t) & request.describing]
     return {**args, "query": " ".join(dict.fromkeys(said))}
+
+
+def _stem(term: str) -> str:
+    """A search term cut to its stem when it is long and inflected ("limiting" -> "limit", "expired" -> "expir"),
+    so a substring search finds the other forms ("rate limiter"); a qualifier (``is:open``) as it is."""
+    if ":" in term or len(term) <= 5:
+        return term
+    for suffix in ("ing", "ed", "es", "er", "s"):
+        if term.lower().endswith(suffix) and len(term) - len(suffix) >= 4:
+            return term[: -len(suffix)]
+    return term
+
+
+def broadened(tool: Tool, args: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A search's arguments once more, its text ``query`` in stems (:func:`_stem`), after it found nothing; None
+    when no term changes. Measured on the multi-step tune tasks: "the rate limiting pull request" searched
+    ``search_pull_requests`` for "rate limiting", which a title "Add token bucket rate limiter" does not contain,
+    and the merge it was for was never made."""
+    prop = (tool.input_schema.get("properties") or {}).get("query") or {}
+    query = args.get("query")
+    if prop.get("type") != "string" or not isinstance(query, str):
+        return None
+    stems = " ".join(_stem(t) for t in query.split())
+    return {**args, "query": stems} if stems != " ".join(query.split()) else None
 
 
 @dataclass(frozen=True)
@@ -779,20 +811,22 @@ def _call_step(
     check: Callable[[], None],
     repair: _Step | None = None,
     purpose: str | None = None,
+    given: dict[str, Any] | None = None,
 ) -> _Step | _Halt:
     """Write arguments for ``qualified`` (its ``operation`` fixed, when routing chose one), hold or run it: the call
     that ran, or why it did not (``_Halt``). ``repair``: the same tool's call that just failed on a parameter; the
     arguments are written again, told its error, beside the tool's closest example, or, when the error names
     optional arguments it set, are the same less those (:func:`without_named_optional`). ``purpose``: the note of a
-    lookup that a write waits for (:data:`LOOKUP`)."""
+    lookup that a write waits for (:data:`LOOKUP`). ``given``: the arguments, written already (a search again by
+    its stems, :func:`broadened`)."""
     tool = deps.tools().get(qualified)
     if tool is None:
         return _Halt("route", f"routed to {qualified}, which is no longer offered")
     check()
     note = _steps_note(request, steps) if steps else purpose
-    dropped = without_named_optional(tool, repair.arguments, repair.text) if repair is not None else None
+    dropped = without_named_optional(tool, repair.arguments, repair.text) if repair is not None else given
     if dropped is not None:
-        args = dropped  # the rewrite leaves out what the error named, nothing else
+        args = dropped  # the rewrite leaves out what the error named, nothing else; or the arguments given
     else:
         if repair is not None:
             note = _with_repair(note, tool, repair)
@@ -800,7 +834,7 @@ def _call_step(
         if isinstance(written, _Halt):
             return written
         args = written if purpose is None else searched_by_description(tool, written, request)
-    if any(s.qualified == qualified and s.arguments == args for s in [*steps, *([repair] if repair else [])]):
+    if _repeats(qualified, args, [*steps, *([repair] if repair else [])]):
         why = f"it would call {tool.name} again with the same arguments, so the loop stopped"
         return _Halt("repeat", why, tool.name, tool.server)
     annotations = deps.annotations(qualified)
@@ -836,6 +870,13 @@ def _call_step(
         ToolResultEvent(name=tool.name, is_error=out.is_error, text=surrogate(out.text), chars=len(out.text), step=step)
     )
     return _Step(qualified, tool, args, out.text, out.is_error, decision.may_write)
+
+
+def _repeats(qualified: str, args: Mapping[str, Any], steps: Sequence[_Step]) -> bool:
+    """Whether the call was made before in this turn, and no write has succeeded since: with nothing changed it can
+    only end as it did. After a write (a commit after ``git_add`` staged what it lacked) it may not."""
+    last = max((i for i, s in enumerate(steps) if s.qualified == qualified and s.arguments == args), default=None)
+    return last is not None and not any(s.writes for s in steps[last + 1 :])
 
 
 def _answer_prompt(

@@ -119,6 +119,13 @@ class ExampleIndex:
                 return found[0]
         return self._source_of(qvec, params, allowed) if params else None
 
+    def made_before(self, qualified: str) -> frozenset[str]:
+        """The tools (qualified names) that a multi-step example calls before a call of ``qualified``: what the
+        bank does first when it makes this call as a later step (``git_add`` before ``git_commit``)."""
+        return frozenset(
+            f"{u.example.server}__{c.tool}" for u in self.examples.usages(qualified) for c in u.example.calls[: u.index]
+        )
+
     def _source_of(self, qvec: F32 | None, params: Sequence[str], allowed: set[str]) -> str | None:
         """The tool in ``allowed`` that the closest multi-step example of any tool takes one of ``params`` from
         (no example of the write itself shows it: "mark the dark mode PR ready" has no example that finds a pull

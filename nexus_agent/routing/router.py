@@ -14,6 +14,7 @@ floors, the exemplar test's vectors) and :class:`Router` (the decision), built b
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -699,6 +700,8 @@ class Router:
             return None
         attempts = sum(c.tool == calls[failed_write[-1]].tool for c in calls)
         if failed_write[-1] == len(calls) - 1 and len(failed_write) == 1 and attempts == 1:
+            if last.ran and (first := self._prerequisite(tool, last.result)) is not None:
+                return first
             if any(not c.failed and c.ran for c in calls[:-1]):
                 return None  # it was looked up before it failed: the decision reads what was found
             with self.lock:
@@ -727,11 +730,43 @@ class Router:
             and attempts == 1
             and last.ran
             and not last.failed
-            and tool.read_only_hint is True
-            and not last.empty
+            and (
+                (tool.read_only_hint is True and not last.empty)
+                or (
+                    last.wrote
+                    and (failed := self.by_name().get(split_key(before.tool)[0])) is not None
+                    and (first := self._prerequisite(failed, before.result)) is not None
+                    and first.key == self.key_for(tool.qualified_name)
+                )
+            )
         ):
-            # the change again, now that its object was looked up (the same operation of a consolidated tool)
+            # the change again, now that its object was looked up, or the write it waited for was made (the same
+            # operation of a consolidated tool)
             return Candidate(self.key_for(split_key(before.tool)[0], before.arguments) or before.tool, 1.0, 0.0, 0.0)
+        return None
+
+    def _prerequisite(self, failed: Tool, error: str) -> Candidate | None:
+        """The write that a write which ran and failed waits for: a tool of its server, not read-only and with one
+        operation, that the failure's ``error`` names and that the examples make before it
+        (:meth:`ExampleIndex.made_before`). "No changes staged for commit. Use git_add to stage changes first":
+        ``git_add``, which the git examples stage before a commit. Both are asked for: the error alone would let a
+        tool's output pick the next write, and the examples alone cannot tell this failure from a missing object.
+
+        Measured on the multi-step tune tasks (qwen1.5b): "Commit my changes to src/invoice.py" ran ``git_commit``,
+        which failed for nothing staged; the plan looked it up with ``git_diff_staged`` (nothing staged, again), and
+        the commit was never made."""
+        with self.lock:
+            before = self.examples.made_before(failed.qualified_name)
+            for key, t in self.tools.items():
+                if (
+                    t.server == failed.server
+                    and t.operation is None
+                    and t.read_only_hint is not True
+                    and t.qualified_name in before
+                    and t.qualified_name != failed.qualified_name
+                    and re.search(rf"(?<![\w-]){re.escape(t.name)}(?![\w-])", error)
+                ):
+                    return Candidate(key, 1.0, 0.0, 0.0)
         return None
 
     def _retrieve_for(

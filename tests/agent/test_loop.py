@@ -18,7 +18,7 @@ from nexus_agent.agent.events import Event
 from nexus_agent.agent.grounding import result_identifiers, ungrounded_identifiers
 from nexus_agent.agent.history import Conversation
 from nexus_agent.agent.routing_adapter import AgentRouter
-from nexus_agent.agent.turn import CallResult, RouteOutcome, TurnCancelled, TurnDeps, run_turn
+from nexus_agent.agent.turn import CallResult, RouteOutcome, TurnCancelled, TurnDeps, broadened, run_turn
 from nexus_agent.backend import LocalBackend
 from nexus_agent.engine import Engine, EngineConfig
 from nexus_agent.registry import Tool, load_registry
@@ -27,6 +27,7 @@ from nexus_agent.routing.options import RouterOptions
 from nexus_agent.routing.router import NEXT_STEP_POOL
 from tests.examples.test_local_scope import READ as READ_FILE
 from tests.examples.test_local_scope import WRITE as WRITE_FILE
+from tests.examples.test_prerequisite import COMMIT, STAGE, STAGED
 
 SEARCH = "github__search_issues"
 COMMENT = "github__add_issue_comment"
@@ -679,8 +680,8 @@ def test_a_write_whose_object_is_only_described_waits_for_its_lookup(
         assert [c[0] for c in calls] == [SEARCH, COMMENT]  # two calls within a budget of two
         assert "Nothing was changed" not in events[-1].text  # type: ignore[union-attr]
     else:
-        # the lookup found nothing: no write is tried, and the answer says why
-        assert [c[0] for c in calls] == [SEARCH] and sum(e.type == "tool_skipped" for e in events) == 1
+        # the lookup found nothing, by its words or their stems: no write is tried, and the answer says why
+        assert [c[0] for c in calls] == [SEARCH, SEARCH] and sum(e.type == "tool_skipped" for e in events) == 1
         text = events[-1].text  # type: ignore[union-attr]
         assert text.startswith("Nothing was changed: add_issue_comment was not run") and "looked up first" in text
 
@@ -803,3 +804,77 @@ def test_a_write_that_overwrites_a_file_the_turn_read_runs_only_when_asked_to(
     answer = events[-1].text  # type: ignore[union-attr]
     assert answer.startswith("Nothing was changed: write_file was not run: it would replace the whole of")
     assert answer.count("was not run") == 1
+
+
+def test_a_failed_write_runs_again_with_the_same_arguments_once_a_write_changed_something(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same call twice is a repeat (it can only end as it did) unless a write succeeded between them: the commit
+    that failed for nothing staged runs again, unchanged, once ``git_add`` has staged the file."""
+    args = {STAGE.name: {"repo_path": "/r", "files": ["src/invoice.py"]}, COMMIT.name: {"repo_path": "/r"}}
+    _write_args(monkeypatch, lambda name: dict(args[name]))
+    outcomes = {
+        COMMIT.qualified_name: [CallResult(STAGED, True), CallResult("Committed abc1234", False)],
+        STAGE.qualified_name: [CallResult("Files staged", False)],
+    }
+    calls: list[tuple[str, dict[str, Any]]] = []
+    local = {t.qualified_name: t for t in (STAGE, COMMIT)}
+    deps = _deps(
+        engine, _Script(COMMIT.qualified_name, [STAGE.qualified_name, COMMIT.qualified_name]), local, calls, {}
+    )
+    deps = replace(deps, call_tool=lambda name, a: calls.append((name, a)) or outcomes[name].pop(0))
+    events: list[Event] = []
+    run_turn(
+        deps, Conversation(), "Commit my changes to src/invoice.py in /r with the message 'Fix invoice'.", events.append
+    )
+    assert [c[0] for c in calls] == [COMMIT.qualified_name, STAGE.qualified_name, COMMIT.qualified_name]
+    assert not any(e.type == "tool_skipped" for e in events)
+    # with nothing written between them, the same call again is still a repeat: the loop stops
+    calls.clear()
+    outcomes[COMMIT.qualified_name] = [CallResult(STAGED, True)]
+    deps = replace(deps, router=_Script(COMMIT.qualified_name, [COMMIT.qualified_name]))
+    events.clear()
+    run_turn(
+        deps, Conversation(), "Commit my changes to src/invoice.py in /r with the message 'Fix invoice'.", events.append
+    )
+    assert [c[0] for c in calls] == [COMMIT.qualified_name]
+    assert any(e.type == "tool_skipped" and "same arguments" in e.reason for e in events)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("query", "wider"),
+    [
+        ("rate limiting", "rate limit"),
+        ("expired tokens", "expir token"),
+        ("fixes typo", None),  # a short word stays whole
+        ("is:open crashing uploads", "is:open crash upload"),
+        ("dark mode", None),  # nothing to cut: no second search
+    ],
+)
+def test_a_search_that_found_nothing_is_broadened_to_its_stems(
+    tools: dict[str, Tool], query: str, wider: str | None
+) -> None:
+    out = broadened(tools[SEARCH], {"query": query, "owner": "acme"})
+    assert (out or {}).get("query") == wider and (out is None or out["owner"] == "acme")
+    assert broadened(tools[COMMENT], {"body": query}) is None  # no text query: not a search
+
+
+def test_an_empty_search_runs_once_more_by_its_stems_in_the_same_step(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_args(monkeypatch, lambda name: dict(_ARGS[name]))
+    found = iter(
+        [CallResult('{"total_count":0,"incomplete_results":false,"items":[]}', False), CallResult(FOUND, False)]
+    )
+    calls: list[tuple[str, dict[str, Any]]] = []
+    results: dict[str, CallResult | Exception] = {COMMENT: CallResult("{}", False)}
+    deps = _deps(engine, _Script(SEARCH, [COMMENT]), tools, calls, results)
+    deps = replace(
+        deps,
+        call_tool=lambda n, a: calls.append((n, a)) or (next(found) if n == SEARCH else results[n]),  # type: ignore[arg-type]
+    )
+    events: list[Event] = []
+    run_turn(deps, Conversation(), REQUEST, events.append)
+    assert [c[0] for c in calls] == [SEARCH, SEARCH, COMMENT]
+    assert calls[0][1]["query"] == "rate limiting" and calls[1][1]["query"] == "rate limit"
+    assert [e.step for e in events if e.type == "tool_result"] == [1, 1, 2]  # type: ignore[attr-defined]
