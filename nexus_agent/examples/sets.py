@@ -150,6 +150,21 @@ class ExampleSet:
                 out[q] = frozenset(own)
         return out
 
+    def common_to_requests(self, said: Callable[[str], frozenset[str]]) -> dict[tuple[str, str | None], frozenset[str]]:
+        """For each tool, and each operation of a consolidated one, with two or more example requests: what
+        ``said`` finds in every one of them (the kinds of object each names: ``list_issues`` issues,
+        ``discussion_comment_write`` add discussions). Keys are ``(qualified, operation or None)``; empty ones are
+        left out."""
+        rows: dict[tuple[str, str | None], list[frozenset[str]]] = {}
+        for q, usages in self._usages.items():
+            for u in usages:
+                if u.request:
+                    found = said(u.request)
+                    rows.setdefault((q, None), []).append(found)
+                    if u.operation is not None:
+                        rows.setdefault((q, u.operation), []).append(found)
+        return {key: common for key, got in rows.items() if len(got) >= 2 and (common := frozenset.intersection(*got))}
+
     def tools_whose_requests(self, says: Callable[[str], bool], share: float = 0.5) -> frozenset[str]:
         """The tools with two or more example requests of which at least ``share`` ``says`` something (name a
         local path: the filesystem's and git's tools, never GitHub's)."""

@@ -17,7 +17,7 @@ import numpy as np
 
 from nexus_agent.examples import Example, ExampleSet, Usage
 from nexus_agent.routing.index import F32, EmbeddingCache
-from nexus_agent.routing.query import masked, names_local_path
+from nexus_agent.routing.query import kinds_named, masked, names_local_path
 
 
 class ExampleIndex:
@@ -35,6 +35,12 @@ class ExampleIndex:
         """The tools whose examples are asked for with a local path (``names_local_path``): git's and the
         filesystem's, which a request naming one means (:meth:`Router._in_scope`)."""
         return self.examples.tools_whose_requests(names_local_path)
+
+    @functools.cached_property
+    def kinds(self) -> dict[tuple[str, str | None], frozenset[str]]:
+        """The kinds of object (``query.KINDS``) every example request of a tool (of one operation) names
+        (:meth:`ExampleSet.common_to_requests`): what a request names when it means that tool (``Router._of_kind``)."""
+        return self.examples.common_to_requests(kinds_named)
 
     def vector(self, query: str) -> F32:
         """The unit vector ``[dim]`` a request is compared with examples by: its masked text's."""

@@ -146,6 +146,36 @@ def names_repository(query: str) -> bool:
     )
 
 
+# The kinds of object a request names its object by, each with the words it is named with. A tool every example
+# request of which names one kind (``ExampleSet.kinds``: ``list_issues`` issues, ``discussion_comment_write``
+# discussions) is for a request naming that kind, when the request names a kind at all (``Router._of_kind``).
+KINDS: dict[str, re.Pattern[str]] = {
+    # not a piece of a name: "release-1.4", "bugs/42", "pr.md"
+    kind: re.compile(rf"(?<![-/.\w])(?:{words})(?![-/.]?\w)", re.IGNORECASE)
+    for kind, words in {
+        "issue": r"issues?|bugs?|tickets?|feature requests?",
+        "pull request": r"prs?|pull requests?|pulls?",
+        "discussion": r"discussions?",
+        "gist": r"gists?",
+        "label": r"label(?:s|led|ed)?",
+        "release": r"releases?",
+        "milestone": r"milestones?",
+        "workflow": r"workflows?",
+        "project": r"projects?",
+        "notification": r"notifications?",
+        "team": r"teams?",
+    }.items()
+}
+
+
+@lru_cache(maxsize=8192)  # every example request is read once per bank
+def kinds_named(query: str) -> frozenset[str]:
+    """The :data:`KINDS` that ``query`` names an object by, outside quotes (a quoted title or comment is a value:
+    "comment 'Fixed in the PR' on issue 5" is about an issue)."""
+    text = _URL.sub(" ", QUOTED.sub(" ", query))
+    return frozenset(kind for kind, said in KINDS.items() if said.search(text))
+
+
 @lru_cache(maxsize=8192)  # the bank's requests are masked again on every routing that reads the examples
 def masked(query: str) -> str:
     """``query`` with the values that name its objects replaced by their kinds (``"…"``, ``owner/repo``, ``N``).

@@ -48,7 +48,15 @@ from nexus_agent.routing.followup import (
 from nexus_agent.routing.index import F32, ToolIndex
 from nexus_agent.routing.judge import RelevanceJudge, names_concrete_object
 from nexus_agent.routing.options import RouterConfig, RouterOptions
-from nexus_agent.routing.query import for_retrieval, is_question, names_local_path, names_repository, refers_back
+from nexus_agent.routing.query import (
+    QUOTED,
+    for_retrieval,
+    is_question,
+    kinds_named,
+    names_local_path,
+    names_repository,
+    refers_back,
+)
 from nexus_agent.routing.relevance import looks_like_no_tool
 from nexus_agent.routing.rerank import create_reranker, reranker_class
 from nexus_agent.routing.rerank.base import Reranker
@@ -631,6 +639,7 @@ class Router:
             previous = PreviousTurn(query, last_key) if last_key is not None else None
             qvec = self._embed_query(for_retrieval(query, self.cfg.retrieval.expand))
             cands = self._in_scope(query, self.retrieve(query, qvec=qvec, previous=previous, history=history))
+            cands = self._of_kind(query, cands)
             cands = [c for c in cands if self.tools[c.key].qualified_name not in wrote]
             if any(c.failed and c.ran for c in calls):
                 # after a call that ran and failed, only tools that declare themselves read-only: measured, a failed
@@ -791,6 +800,7 @@ class Router:
             if gate.decide(margin) and not reordered:
                 following = None
         cands = self._in_scope(query, self.retrieve(query, allowed, qvec=qvec, previous=following, history=history))
+        cands = _numbered(query, self._of_kind(query, cands), self.tools)
         margin, reordered = self._confidence(cands)
         pool = cands[: self.cfg.retrieval.pool]
         if not cands:
@@ -849,6 +859,29 @@ class Router:
         kept = [c for c in cands if (self.tools[c.key].qualified_name in local) == path]
         return kept or cands
 
+    def _of_kind(self, query: str, cands: list[Candidate]) -> list[Candidate]:
+        """``cands`` less the tools for another kind of object than the request names: when it names one or more
+        (``query.kinds_named``: issues, pull requests, discussions, gists, labels …), a tool every example request
+        of which names a kind (``ExampleIndex.kinds``; an operation's own examples for a consolidated tool's) stays
+        only if the request names one of those. A tool whose examples name no one kind throughout stays. Unless
+        that leaves none.
+
+        Measured on the multi-step tune tasks (qwen1.5b): "list the open pull requests in acme/api" went to
+        ``list_issues``, every example of which asks for issues."""
+        if not self.cfg.examples.keys or not len(self.examples):
+            return cands
+        named = kinds_named(query)
+        if not named:
+            return cands
+        kinds = self.examples.kinds
+
+        def fits(c: Candidate) -> bool:
+            t = self.tools[c.key]
+            need = kinds.get((t.qualified_name, t.operation)) or kinds.get((t.qualified_name, None))
+            return need is None or bool(need & named)
+
+        return [c for c in cands if fits(c)] or cands
+
     def _writes_to_tell_apart(self, query: str, cands: Sequence[Candidate]) -> bool:
         """A request for a change whose first candidates hold several tools that may write
         (``ExampleUses.escalate_writes``)."""
@@ -886,6 +919,32 @@ class Router:
             # listed first, so the decision reads them described (llm_choice describes the first ten)
             pool = [c for c in pool if name(c) in related] + [c for c in pool if name(c) not in related]
         return pool
+
+
+# "#N" outside quotes: the number of the object a request is about ("Add the bug label to acme/web #6"), not one in
+# a comment's text ("Post 'Fixed in #6' on the login issue")
+_OBJECT_REF = re.compile(r"(?<![\w&])#\d+\b")
+
+
+def _numbered(query: str, cands: list[Candidate], tools: Mapping[str, Tool]) -> list[Candidate]:
+    """``cands`` less the tools that take no number for their object (no integer identifier parameter:
+    ``label_write``), when the request names its object by one (``#6``): such a tool cannot act on it. Unless that
+    leaves none. For the first routing only: a later step may make something else from what the numbered object
+    gave (a branch from pull request #5's head).
+
+    Measured on the multi-step tune tasks (qwen1.5b): "Add the bug label to acme/web #6." went to ``label_write``
+    create, which failed for want of a colour. On the routing and multi-step sets, every request that names a
+    ``#N`` has a gold call that takes one."""
+    if not _OBJECT_REF.search(QUOTED.sub(" ", query)):
+        return cands
+    kept = [c for c in cands if _takes_number(tools[c.key])]
+    return kept or cands
+
+
+def _takes_number(tool: Tool) -> bool:
+    """Whether ``tool`` has an integer identifier parameter (``issue_number``, ``pullNumber``)."""
+    props = tool.input_schema.get("properties") or {}
+    return any(IDENTIFIER.search(k) and p.get("type") in ("integer", "number") for k, p in props.items())
 
 
 def _named(res: RouteResult) -> RouteResult:

@@ -1,0 +1,109 @@
+"""A request that names the kind of object it is about (issues, pull requests, discussions …) is routed among the
+tools whose examples are about that kind, or about no one kind (``Router._of_kind``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from nexus_agent.examples import Example, ExampleSet
+from nexus_agent.registry import Tool
+from nexus_agent.routing.query import kinds_named
+from nexus_agent.routing.router import Candidate, Router, _numbered
+from tests.examples.test_operations import _Words
+
+
+@pytest.mark.parametrize(
+    ("query", "kinds"),
+    [
+        ("list the open pull requests in acme/api", {"pull request"}),
+        ("Add the bug label to acme/web #6.", {"issue", "label"}),
+        ("Close the issue.", {"issue"}),
+        ("comment 'see the PR' on issue 5", {"issue"}),  # a quoted value names no kind
+        ("what's open against release-1.4 in acme/api", set()),  # a piece of a name is no kind
+        ("show me pr.md", set()),
+        ("merge #6 in acme/api", set()),
+    ],
+)
+def test_the_kinds_a_request_names(query: str, kinds: set[str]) -> None:
+    assert kinds_named(query) == kinds
+
+
+def _tool(name: str) -> Tool:
+    return Tool("hub", name, f"{name}.", {"type": "object", "properties": {"repo": {"type": "string"}}})
+
+
+ISSUES, PULLS, DISCUSS, MERGE = _tool("list_issues"), _tool("list_pulls"), _tool("reply"), _tool("merge")
+TOOLS = [ISSUES, PULLS, DISCUSS, MERGE]
+
+
+def _ex(tool: Tool, request: str) -> Example:
+    return Example(request=request, calls=[{"tool": tool.name, "arguments": {}}], server=tool.server)
+
+
+BANK = ExampleSet(
+    [
+        _ex(ISSUES, "list the issues in octo/tools"),
+        _ex(ISSUES, "which bugs are open in octo/kit?"),
+        _ex(PULLS, "show the open PRs of octo/tools"),
+        _ex(PULLS, "pull requests in octo/kit please"),
+        _ex(DISCUSS, "reply 'thanks' in discussion 4 of octo/kit"),
+        _ex(DISCUSS, "answer the discussions about the logo in octo/kit"),
+        _ex(MERGE, "merge PR 5 in octo/tools"),
+        _ex(MERGE, "merge #7 in octo/kit"),  # names no kind: merge is for no one kind
+    ],
+    {t.qualified_name: t for t in TOOLS},
+)
+
+
+def test_the_kinds_each_tool_is_asked_about() -> None:
+    kinds = Router(TOOLS, _Words(), examples=BANK).examples.kinds
+    assert kinds == {
+        (ISSUES.qualified_name, None): {"issue"},
+        (PULLS.qualified_name, None): {"pull request"},
+        (DISCUSS.qualified_name, None): {"discussion"},
+    }
+
+
+def test_a_request_naming_a_kind_keeps_the_tools_for_it_and_for_no_one_kind() -> None:
+    r = Router(TOOLS, _Words(), examples=BANK)
+    query = "list the open pull requests in acme/api"
+    cands = r.retrieve(query)
+    assert {c.key for c in cands} == {t.key for t in TOOLS}
+    assert {c.key for c in r._of_kind(query, cands)} == {PULLS.key, MERGE.key}
+    both = "list the PRs and the issues of acme/api"
+    assert {c.key for c in r._of_kind(both, cands)} == {ISSUES.key, PULLS.key, MERGE.key}
+    # no kind named: every tool stays
+    assert r._of_kind("what changed in acme/api this week", cands) == cands
+    # none of the pool fits: the pool stays as it was, never empty
+    only_issues = [c for c in cands if c.key == ISSUES.key]
+    assert r._of_kind(query, only_issues) == only_issues
+
+
+LABEL = Tool(
+    "hub",
+    "label_write",
+    "Create a label.",
+    {"type": "object", "properties": {"name": {"type": "string"}, "color": {"type": "string"}}},
+)
+EDIT = Tool(
+    "hub",
+    "issue_write",
+    "Update an issue.",
+    {"type": "object", "properties": {"issue_number": {"type": "number"}, "labels": {"type": "array"}}},
+)
+
+
+@pytest.mark.parametrize(
+    ("query", "kept"),
+    [
+        ("Add the bug label to acme/web #6.", {EDIT.key}),  # a tool with no number cannot act on #6
+        ("Create a label bug in acme/web", {EDIT.key, LABEL.key}),  # no number: both stay
+        ("Post 'Fixed in #6' on the login issue", {EDIT.key, LABEL.key}),  # a number in a quoted value is no object
+    ],
+)
+def test_a_request_naming_its_object_by_number_keeps_the_tools_that_take_one(query: str, kept: set[str]) -> None:
+    tools = {t.key: t for t in (LABEL, EDIT)}
+    cands = [Candidate(t.key, 1.0, 0.0, 0.0) for t in (LABEL, EDIT)]
+    assert {c.key for c in _numbered(query, cands, tools)} == kept
+    only = cands[:1]  # none takes one: the pool stays as it was, never empty
+    assert _numbered(query, only, tools) == only
