@@ -21,6 +21,18 @@ _REPO = re.compile(r"[\w.-]+/[\w.-]+")
 # a standalone integer ("issue 7", "2026"), not part of a word, a version or an owner/repo
 NUMBER = re.compile(r"(?<![\w.])\d+(?![\w])")
 _REF = re.compile(r"(?<![\w&])#(\d+)\b")
+# a slot the request leaves for a value it does not know yet: "as 'September: <amount>'", "fix/issue-<that number>",
+# "mentioning them by @login"; not an HTML tag ("replace <div> with <section>") or an address (bob@login.com)
+_SLOT = re.compile(
+    r"(?<!\w)<[A-Za-z][^<>\n]{2,59}>|(?<![\w.])@(?:login|username|handle|user)\b(?!\.?\w)", re.IGNORECASE
+)
+_TAGS = frozenset(
+    {
+        "html", "head", "body", "title", "meta", "link", "script", "style", "div", "span", "section", "article",
+        "aside", "header", "footer", "main", "nav", "form", "input", "button", "label", "select", "option", "table",
+        "thead", "tbody", "code", "pre", "strong", "img",
+    }
+)  # fmt: skip
 _QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’")
 # a request for the whole output rather than the fields it names (the answer view)
 _DETAIL = re.compile(
@@ -74,6 +86,7 @@ class Request:
     numbers: tuple[str, ...] = ()  # standalone integers as written ("issue 7", "#12", "2026")
     refs: tuple[str, ...] = ()  # the numbers written as "#N"
     quoted: tuple[str, ...] = ()  # values in quotes: a comment's text, a title
+    slots: tuple[str, ...] = ()  # placeholders for values it does not know yet ("<amount>", "@login")
     question: bool = False  # asks to be told something (routing.query.is_question)
     change: bool = False  # asks for something to be changed (routing.followup.asks_for_change)
     steps: int = 0  # changes and checks it names (routing.followup.steps_named)
@@ -88,6 +101,7 @@ class Request:
             numbers=tuple(NUMBER.findall(text)),
             refs=tuple(_REF.findall(text)),
             quoted=tuple(next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)),
+            slots=tuple(dict.fromkeys(m for m in _SLOT.findall(text) if m.strip("<>").lower() not in _TAGS)),
             question=is_question(text),
             change=asks_for_change(text),
             steps=steps_named(text),

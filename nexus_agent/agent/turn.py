@@ -620,6 +620,13 @@ _NOT_FOUND = re.compile(r"\b404\b|not found|does not exist|no such (?:file|direc
 _NAMES_OBJECT = re.compile(r"(?:^|_)(?:number|id|path|source|file|filename|branch|ref|name)$|[a-z0-9](?:Number|Id|ID)$")
 
 
+def _unfilled(args: Mapping[str, Any], request: Request) -> str | None:
+    """The first of the request's placeholders (``Request.slots``: "<amount>", "@login") that an argument value
+    still holds as it is, else None."""
+    text = json.dumps(args, ensure_ascii=False).lower()
+    return next((slot for slot in request.slots if slot.lower() in text), None)
+
+
 def _reported_missing(steps: Sequence[_Step], args: Mapping[str, Any]) -> str | None:
     """Why the object ``args`` name does not exist, when a read of this turn asked for it and failed as not found
     (its error's first line), else None."""
@@ -844,6 +851,12 @@ def _call_step(
         return _Halt("arguments", f"{tool.name} was not run: {gone}", tool.name, tool.server)
     if needs_confirmation(annotations) and (whole := _overwrites_read(tool, steps, args, request)) is not None:
         return _Halt("arguments", whole, tool.name, tool.server)
+    if needs_confirmation(annotations) and (slot := _unfilled(args, request)) is not None:
+        # measured on the multi-step tune tasks (qwen1.5b): "write it … as 'September: <amount>'" wrote the text
+        # with "<amount>" in it, and "mentioning them by @login" a comment saying "@login". Refused like a number
+        # nobody gave, so the next step may read the value first.
+        why = f"{slot} is the request's placeholder for a value not looked up yet"
+        return _Halt("arguments", why, tool.name, tool.server, refused=args)
     results = [s.text for s in steps]
     seen = [*history, {"role": "assistant", "content": note}] if note else history
     decision = decide(tool, annotations, args, request, seen, deps.auto_yes, results)

@@ -17,6 +17,7 @@ from nexus_agent.agent.args import ArgumentWriter
 from nexus_agent.agent.events import Event
 from nexus_agent.agent.grounding import result_identifiers, ungrounded_identifiers
 from nexus_agent.agent.history import Conversation
+from nexus_agent.agent.request import Request
 from nexus_agent.agent.routing_adapter import AgentRouter
 from nexus_agent.agent.turn import CallResult, RouteOutcome, TurnCancelled, TurnDeps, broadened, run_turn
 from nexus_agent.backend import LocalBackend
@@ -878,3 +879,43 @@ def test_an_empty_search_runs_once_more_by_its_stems_in_the_same_step(
     assert [c[0] for c in calls] == [SEARCH, SEARCH, COMMENT]
     assert calls[0][1]["query"] == "rate limiting" and calls[1][1]["query"] == "rate limit"
     assert [e.step for e in events if e.type == "tool_result"] == [1, 1, 2]  # type: ignore[attr-defined]
+
+
+def test_a_write_that_keeps_the_requests_placeholder_is_not_run_and_the_value_is_read_first(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "write it … as 'September: <amount>'" was written with "<amount>" in it: refused like a number nobody gave,
+    so the next step reads the value, and the write after it has it."""
+    contents = iter(["September: <amount>", "September: 4100"])
+    args = {READ_FILE.name: lambda: {"path": "/home/ana/q3.csv"}}
+    args[WRITE_FILE.name] = lambda: {"path": "/home/ana/summary.txt", "content": next(contents)}
+    _write_args(monkeypatch, lambda name: args[name]())
+    calls: list[tuple[str, dict[str, Any]]] = []
+    router = _Script(WRITE_FILE.qualified_name, [READ_FILE.qualified_name, WRITE_FILE.qualified_name])
+    events: list[Event] = []
+    request = (
+        "Take September's revenue from /home/ana/q3.csv and write it to /home/ana/summary.txt as 'September: <amount>'"
+    )
+    run_turn(_local_deps(engine, router, calls), Conversation(), request, events.append)
+    assert [c[0] for c in calls] == [READ_FILE.qualified_name, WRITE_FILE.qualified_name]
+    assert calls[1][1]["content"] == "September: 4100"
+    (skipped,) = [e for e in events if e.type == "tool_skipped"]
+    assert "<amount>" in skipped.reason and skipped.step == 1  # type: ignore[union-attr]
+    # the refused write is what the next-step decision saw first: a call that did not run
+    assert router.seen[0][0].tool == WRITE_FILE.qualified_name and not router.seen[0][0].ran
+
+
+@pytest.mark.parametrize(
+    ("text", "slots"),
+    [
+        ("write it to x as 'September: <amount>'", ("<amount>",)),
+        ("Create a branch fix/issue-<that number>.", ("<that number>",)),
+        ("backup/<that name without the 'feature/' prefix>", ("<that name without the 'feature/' prefix>",)),
+        ("ping them, mentioning them by @login.", ("@login",)),
+        ("replace <div> with <section> in index.html", ()),  # HTML tags are values
+        ("mail bob@login.com", ()),  # an address
+        ("if a<b and c>d", ()),
+    ],
+)
+def test_the_placeholders_a_request_leaves_for_values_it_does_not_know(text: str, slots: tuple[str, ...]) -> None:
+    assert Request.parse(text).slots == slots
