@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from nexus_agent.examples import Example, ExampleSet
+from nexus_agent.examples import ExampleSet
 from nexus_agent.registry import Tool
 from nexus_agent.routing.query import kinds_named
 from nexus_agent.routing.router import Candidate, Router, _numbered
+from tests.examples.test_local_scope import _ex
 from tests.examples.test_operations import _Words
 
 
@@ -34,10 +35,6 @@ def _tool(name: str) -> Tool:
 
 ISSUES, PULLS, DISCUSS, MERGE = _tool("list_issues"), _tool("list_pulls"), _tool("reply"), _tool("merge")
 TOOLS = [ISSUES, PULLS, DISCUSS, MERGE]
-
-
-def _ex(tool: Tool, request: str) -> Example:
-    return Example(request=request, calls=[{"tool": tool.name, "arguments": {}}], server=tool.server)
 
 
 BANK = ExampleSet(
