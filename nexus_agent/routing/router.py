@@ -719,6 +719,10 @@ class Router:
                     for k, t in self.tools.items()
                     if t.server == tool.server and t.read_only_hint is True and not t.requires_identifier
                 }
+                # of the kind of object the request names (measured on the tune tasks: "close the pull request that
+                # adds WebSocket support", which does not exist, was looked up with search_issues, which found an
+                # issue about it, and that issue was closed)
+                allowed = {c.key for c in self._of_kind(query, [Candidate(k, 0.0, 0.0, 0.0) for k in allowed])}
                 # the one the closest example that makes this write finds its object with (measured: by retrieval
                 # alone "assign the pagination bug to bob-kim" was looked up with list_issues, ten rows of which
                 # none was the one described, where the examples search; and with every tool any example looked

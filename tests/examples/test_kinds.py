@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from nexus_agent.examples import ExampleSet
+from nexus_agent.examples import Example, ExampleSet
 from nexus_agent.registry import Tool
+from nexus_agent.routing.followup import CallSoFar
 from nexus_agent.routing.query import kinds_named
 from nexus_agent.routing.router import Candidate, Router, _numbered
 from tests.examples.test_local_scope import _ex
@@ -104,3 +105,35 @@ def test_a_request_naming_its_object_by_number_keeps_the_tools_that_take_one(que
     assert {c.key for c in _numbered(query, cands, tools)} == kept
     only = cands[:1]  # none takes one: the pool stays as it was, never empty
     assert _numbered(query, only, tools) == only
+
+
+def test_a_lookup_is_of_the_kind_the_request_names() -> None:
+    """ "Close the pull request that adds WebSocket support" (there is none) was looked up with the issue search its
+    write's examples use, which found an issue about it, and that issue was closed."""
+    query = {"type": "object", "properties": {"query": {"type": "string"}}}
+    find_issues = Tool("hub", "search_issues", "Search issues.", query, read_only_hint=True)
+    find_pulls = Tool("hub", "search_pulls", "Search pull requests.", query, read_only_hint=True)
+    close = Tool("hub", "close", "Close one.", {"type": "object", "properties": {"number": {"type": "integer"}}})
+    tools = [find_issues, find_pulls, close]
+    find = {"tool": find_issues.name, "arguments": {"query": "x"}}
+    bank = ExampleSet(
+        [
+            _ex(find_issues, "find the issues about the logo in octo/kit"),
+            _ex(find_issues, "search octo/tools issues for crash"),
+            _ex(find_pulls, "find the PRs about the logo in octo/kit"),
+            _ex(find_pulls, "search octo/tools pull requests for crash"),
+            Example(
+                request="close the bug about the logo in octo/kit",
+                calls=[find, {"tool": close.name, "arguments": {}, "from": {"number": 0}}],
+                server="hub",
+            ),
+        ],
+        {t.qualified_name: t for t in tools},
+    )
+    r = Router(tools, _Words(), examples=bank)
+    waiting = CallSoFar(close.qualified_name, {}, "not run yet", failed=True, ran=False)
+    out = r.next_step("Close the pull request in acme/api that adds WebSocket support", [], [waiting])
+    assert out.decision == "auto" and [c.key for c in out.candidates] == [find_pulls.key]
+    # an issue named: the examples' lookup, as before
+    out = r.next_step("Close the issue in acme/api about WebSocket support", [], [waiting])
+    assert [c.key for c in out.candidates] == [find_issues.key]
