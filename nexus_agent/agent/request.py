@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from nexus_agent.routing.followup import asks_for_change, steps_named
-from nexus_agent.routing.query import is_question
+from nexus_agent.routing.query import OBJECT_REF, is_question
 from nexus_agent.signature import FILLER, words
 
 _REPO = re.compile(r"[\w.-]+/[\w.-]+")
 # a standalone integer ("issue 7", "2026"), not part of a word, a version or an owner/repo
 NUMBER = re.compile(r"(?<![\w.])\d+(?![\w])")
-_REF = re.compile(r"(?<![\w&])#(\d+)\b")
 # a slot the request leaves for a value it does not know yet: "as 'September: <amount>'", "fix/issue-<that number>",
 # "mentioning them by @login"; not an HTML tag ("replace <div> with <section>") or an address (bob@login.com)
 _SLOT = re.compile(
@@ -99,7 +98,7 @@ class Request:
             words=frozenset(words(text)),
             repos=tuple(_REPO.findall(text)),
             numbers=tuple(NUMBER.findall(text)),
-            refs=tuple(_REF.findall(text)),
+            refs=tuple(OBJECT_REF.findall(text)),
             quoted=tuple(next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)),
             slots=tuple(dict.fromkeys(m for m in _SLOT.findall(text) if m.strip("<>").lower() not in _TAGS)),
             question=is_question(text),

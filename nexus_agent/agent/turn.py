@@ -831,9 +831,9 @@ def _call_step(
         return _Halt("route", f"routed to {qualified}, which is no longer offered")
     check()
     note = _steps_note(request, steps) if steps else purpose
-    dropped = without_named_optional(tool, repair.arguments, repair.text) if repair is not None else given
-    if dropped is not None:
-        args = dropped  # the rewrite leaves out what the error named, nothing else; or the arguments given
+    fixed = without_named_optional(tool, repair.arguments, repair.text) if repair is not None else given
+    if fixed is not None:
+        args = fixed  # the rewrite leaves out what the error named, nothing else; or the arguments given
     else:
         if repair is not None:
             note = _with_repair(note, tool, repair)

@@ -147,7 +147,7 @@ def names_repository(query: str) -> bool:
 
 
 # The kinds of object a request names its object by, each with the words it is named with. A tool every example
-# request of which names one kind (``ExampleSet.kinds``: ``list_issues`` issues, ``discussion_comment_write``
+# request of which names one kind (``ExampleIndex.kinds``: ``list_issues`` issues, ``discussion_comment_write``
 # discussions) is for a request naming that kind, when the request names a kind at all (``Router._of_kind``).
 KINDS: dict[str, re.Pattern[str]] = {
     # not a piece of a name: "release-1.4", "bugs/42", "pr.md"
@@ -166,6 +166,10 @@ KINDS: dict[str, re.Pattern[str]] = {
         "team": r"teams?",
     }.items()
 }
+
+
+# "#N": the number an object is named by ("Add the bug label to acme/web #6"), not part of a word or an HTML entity
+OBJECT_REF = re.compile(r"(?<![\w&])#(\d+)\b")
 
 
 @lru_cache(maxsize=8192)  # every example request is read once per bank

@@ -49,6 +49,7 @@ from nexus_agent.routing.index import F32, ToolIndex
 from nexus_agent.routing.judge import RelevanceJudge, names_concrete_object
 from nexus_agent.routing.options import RouterConfig, RouterOptions
 from nexus_agent.routing.query import (
+    OBJECT_REF,
     QUOTED,
     for_retrieval,
     is_question,
@@ -925,11 +926,6 @@ class Router:
         return pool
 
 
-# "#N" outside quotes: the number of the object a request is about ("Add the bug label to acme/web #6"), not one in
-# a comment's text ("Post 'Fixed in #6' on the login issue")
-_OBJECT_REF = re.compile(r"(?<![\w&])#\d+\b")
-
-
 def _numbered(query: str, cands: list[Candidate], tools: Mapping[str, Tool]) -> list[Candidate]:
     """``cands`` less the tools that take no number for their object (no integer identifier parameter:
     ``label_write``), when the request names its object by one (``#6``): such a tool cannot act on it. Unless that
@@ -939,7 +935,8 @@ def _numbered(query: str, cands: list[Candidate], tools: Mapping[str, Tool]) -> 
     Measured on the multi-step tune tasks (qwen1.5b): "Add the bug label to acme/web #6." went to ``label_write``
     create, which failed for want of a colour. On the routing and multi-step sets, every request that names a
     ``#N`` has a gold call that takes one."""
-    if not _OBJECT_REF.search(QUOTED.sub(" ", query)):
+    # outside quotes: "Post 'Fixed in #6' on the login issue" names no object by number
+    if not OBJECT_REF.search(QUOTED.sub(" ", query)):
         return cands
     kept = [c for c in cands if _takes_number(tools[c.key])]
     return kept or cands
