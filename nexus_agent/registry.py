@@ -47,6 +47,9 @@ class McpToolModel(BaseModel):
 # A parameter that names which existing object to act on: issue_number, pullNumber, comment_id, page_id, threadID …
 IDENTIFIER = re.compile(r"(?:^|_)(?:number|id)$|[a-z0-9](?:Number|Id|ID)$")
 
+# A tool whose description says it replaces what is there ("completely overwrite an existing file")
+OVERWRITES = re.compile(r"\boverwrit", re.IGNORECASE)
+
 
 # Names a consolidated tool gives the parameter that picks its operation (GitHub's ``method``, ``action``).
 OPERATION_PARAMS = frozenset({"method", "action", "operation"})

@@ -89,6 +89,9 @@ class AgentRouter:
     def reads_before(self, tool: str, operation: str | None) -> bool:
         return self.router.reads_before(tool, operation)
 
+    def in_place(self, tool: str, params: Sequence[str]) -> str | None:
+        return self.router.in_place(tool, params)
+
     def after_turn(self) -> None:
         """Compile, within a small budget, the candidate lines the turn's decision found without a block
         (``--splice auto``); the next decisions splice them."""

@@ -76,7 +76,7 @@ from nexus_agent.engine import CHAT, MAIN
 from nexus_agent.examples import ArgKeys, Usage
 from nexus_agent.examples.uses import ExampleUses
 from nexus_agent.kv.segments import Part, SegKind
-from nexus_agent.registry import IDENTIFIER, Tool
+from nexus_agent.registry import IDENTIFIER, OVERWRITES, Tool
 from nexus_agent.routing.followup import CallSoFar, PreviousTurn
 from nexus_agent.routing.rerank.llm_choice import RESULT_CHARS as CALL_CHARS
 from nexus_agent.signature import words
@@ -128,6 +128,11 @@ class TurnRouter(Protocol):
     def reads_before(self, tool: str, operation: str | None) -> bool:
         """Whether a write of ``tool`` reads what it acts on first (a local tool its examples call after a read):
         the loop reads it first when the request quotes no value."""
+        ...
+
+    def in_place(self, tool: str, params: Sequence[str]) -> str | None:
+        """The write of ``tool``'s server that changes part of what ``tool`` (one that overwrites) would replace
+        whole, taking the same ``params`` (``edit_file`` for ``write_file``); None when there is not exactly one."""
         ...
 
     def after_turn(self) -> None:
@@ -640,30 +645,30 @@ def _reported_missing(steps: Sequence[_Step], args: Mapping[str, Any]) -> str | 
     return None
 
 
-# a tool that says it replaces what is there ("completely overwrite an existing file"), and a request that asks for
-# that ("overwrite it", "so it only says …")
-_OVERWRITES = re.compile(r"\boverwrit", re.IGNORECASE)
+# a request that asks for what a tool that overwrites does ("overwrite it", "so it only says …")
 _ASKS_OVERWRITE = re.compile(
     r"\b(?:overwrite|replace (?:the )?(?:whole|entire|all)|only says?|from scratch|start over)\b", re.IGNORECASE
 )
 
 
-def _overwrites_read(tool: Tool, steps: Sequence[_Step], args: Mapping[str, Any], request: Request) -> str | None:
-    """Why a call of a tool that overwrites (its description says so) may not run: its object (a path argument) is
-    one a read of this turn just read, so it exists, and the request does not ask for it to be replaced whole. None
-    when it may.
+def _overwrites_read(
+    tool: Tool, steps: Sequence[_Step], args: Mapping[str, Any], request: Request
+) -> tuple[str, list[str]] | None:
+    """Why a call of a tool that overwrites (its description says so) may not run, and the parameters naming its
+    object: that object (a path argument) is one a read of this turn just read, so it exists, and the request does
+    not ask for it to be replaced whole. None when it may.
 
     Measured on the multi-step check tasks (qwen1.5b): after reading contacts.csv, "Change Maria Gonzalez's phone
     number" was written as the whole file's new text, by a model that cannot copy a file's every line; on tune,
     "tick it off in …/todo.md" left a one-line list."""
-    if not _OVERWRITES.search(tool.description) or _ASKS_OVERWRITE.search(request.text):
+    if not OVERWRITES.search(tool.description) or _ASKS_OVERWRITE.search(request.text):
         return None
     read = {v for s in steps if not s.may_write and not s.is_error for v in s.arguments.values() if isinstance(v, str)}
-    named = [v for k, v in args.items() if isinstance(v, str) and _NAMES_OBJECT.search(k) and v in read]
+    named = {k: v for k, v in args.items() if isinstance(v, str) and _NAMES_OBJECT.search(k) and v in read}
     if not named:
         return None
     why = "which this turn read; the request asks to change it, not to overwrite it"
-    return f"it would replace the whole of {named[0]}, {why}"
+    return f"it would replace the whole of {next(iter(named.values()))}, {why}", list(named)
 
 
 def _changes_not_made(steps: list[_Step], not_run: list[str]) -> str | None:
@@ -850,7 +855,20 @@ def _call_step(
         # "fix the typo in X", write to an issue that does not exist)
         return _Halt("arguments", f"{tool.name} was not run: {gone}", tool.name, tool.server)
     if needs_confirmation(annotations) and (whole := _overwrites_read(tool, steps, args, request)) is not None:
-        return _Halt("arguments", whole, tool.name, tool.server)
+        why, params = whole
+        editor = deps.router.in_place(qualified, params)
+        if editor is None or editor == qualified:
+            return _Halt("arguments", why, tool.name, tool.server)
+        # the same server's write that changes part of it, in this step: measured on the multi-step tune tasks
+        # (qwen1.5b), "tick it off in …/todo.md" and "Replace the TODO placeholder in …" read the file, then chose
+        # write_file, and the turn ended with nothing changed
+        emit(
+            ToolSkippedEvent(
+                name=tool.name, server=tool.server, reason=f"{why}: {editor} changes it in place", step=step
+            )
+        )
+        emit(RouteEvent(decision="auto", tool=editor, candidates=[Candidate(name=editor, score=1.0)], step=step))
+        return _call_step(deps, editor, None, request, history, steps, step, emit, check)
     if needs_confirmation(annotations) and (slot := _unfilled(args, request)) is not None:
         # measured on the multi-step tune tasks (qwen1.5b): "write it … as 'September: <amount>'" wrote the text
         # with "<amount>" in it, and "mentioning them by @login" a comment saying "@login". Refused like a number

@@ -28,7 +28,7 @@ from nexus_agent import defaults
 from nexus_agent.backend import Backend, LocalBackend
 from nexus_agent.examples import Example, ExampleSet, Usage
 from nexus_agent.examples.keys import ArgKeys, arg_keys
-from nexus_agent.registry import IDENTIFIER, OPERATION_PARAMS, OPERATION_SEP, Tool, split_key
+from nexus_agent.registry import IDENTIFIER, OPERATION_PARAMS, OPERATION_SEP, OVERWRITES, Tool, split_key
 from nexus_agent.routing.calibration import Calibration
 from nexus_agent.routing.embedders import create_embedder
 from nexus_agent.routing.embedders.base import Embedder
@@ -236,6 +236,28 @@ class Router:
                 return False
             reads = {t.qualified_name for t in self.tools.values() if t.server == tool.server and t.read_only_hint}
             return self.examples.lookup_for(None, qualified, reads) is not None
+
+    def in_place(self, qualified: str, params: Sequence[str]) -> str | None:
+        """The write of ``qualified``'s server that changes part of what ``qualified`` would replace whole: a tool
+        that takes every one of ``params`` (the object parameters it was called with: ``path``), whose description
+        does not say it overwrites, and that a write reading first (:meth:`reads_before`) would be (``edit_file``
+        for ``write_file``; not ``create_directory``, which no example reads before). None when there is no such
+        tool, or more than one."""
+        with self.lock:
+            tool = self.by_name().get(qualified)
+            if tool is None:
+                return None
+            found = [
+                t.qualified_name
+                for t in self.by_name().values()
+                if t.server == tool.server
+                and t.qualified_name != qualified
+                and t.read_only_hint is not True
+                and all(p in (t.input_schema.get("properties") or {}) for p in params)
+                and not OVERWRITES.search(t.description)
+            ]
+        found = [q for q in found if self.reads_before(q)]
+        return found[0] if len(found) == 1 else None
 
     def arg_keys(self, query: str, qualified: str, operation: str | None = None) -> ArgKeys | None:
         """The keys argument writing writes for ``query`` on ``qualified`` (``operation``), from its closest

@@ -26,6 +26,7 @@ from nexus_agent.registry import Tool, load_registry
 from nexus_agent.routing.followup import CallSoFar, PreviousTurn, asks_for_change, steps_named
 from nexus_agent.routing.options import RouterOptions
 from nexus_agent.routing.router import NEXT_STEP_POOL
+from tests.examples.test_in_place import EDIT as EDIT_FILE
 from tests.examples.test_local_scope import READ as READ_FILE
 from tests.examples.test_local_scope import WRITE as WRITE_FILE
 from tests.examples.test_prerequisite import COMMIT, STAGE, STAGED
@@ -105,6 +106,9 @@ class _Script:
 
     def reads_before(self, tool: str, operation: str | None) -> bool:
         return False
+
+    def in_place(self, tool: str, params: Sequence[str]) -> str | None:
+        return None
 
     def apply_diff(self, changed: list[Tool], removed: list[str]) -> None:
         pass
@@ -805,6 +809,46 @@ def test_a_write_that_overwrites_a_file_the_turn_read_runs_only_when_asked_to(
     answer = events[-1].text  # type: ignore[union-attr]
     assert answer.startswith("Nothing was changed: write_file was not run: it would replace the whole of")
     assert answer.count("was not run") == 1
+
+
+class _InPlace(_Script):
+    """The router as it names the write that changes part of a file (``in_place``) for the one that overwrites."""
+
+    def in_place(self, tool: str, params: Sequence[str]) -> str | None:
+        return EDIT_FILE.qualified_name if tool == WRITE_FILE.qualified_name and list(params) == ["path"] else None
+
+
+def test_a_write_held_for_overwriting_a_file_the_turn_read_gives_way_to_an_edit_in_the_same_step(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "Replace the TODO placeholder in …" read the file, then chose write_file, which is held (it would replace the
+    file whole): the edit of the same server runs in its place, in the same step, and the answer reports it."""
+    edits = [{"oldText": "- [ ] renew passport", "newText": "- [x] renew passport"}]
+    args = {
+        READ_FILE.name: {"path": "/home/ana/notes/todo.md"},
+        WRITE_FILE.name: {"path": "/home/ana/notes/todo.md", "content": "- [x] renew passport"},
+        EDIT_FILE.name: {"path": "/home/ana/notes/todo.md", "edits": edits},
+    }
+    _write_args(monkeypatch, lambda name: dict(args[name]))
+    router = _InPlace(READ_FILE.qualified_name, [WRITE_FILE.qualified_name, None])
+    calls: list[tuple[str, dict[str, Any]]] = []
+    deps = _local_deps(engine, router, calls)
+    local = {t.qualified_name: t for t in (WRITE_FILE, READ_FILE, EDIT_FILE)}
+    deps = replace(
+        deps,
+        tools=lambda: local,
+        call_tool=lambda name, a: (
+            calls.append((name, a)) or CallResult("- [ ] renew passport" if "read" in name else "ok", False)
+        ),
+    )
+    events: list[Event] = []
+    run_turn(deps, Conversation(), "I renewed my passport, tick it off in /home/ana/notes/todo.md", events.append)
+    assert calls == [(READ_FILE.qualified_name, args[READ_FILE.name]), (EDIT_FILE.qualified_name, args[EDIT_FILE.name])]
+    skipped = next(e for e in events if e.type == "tool_skipped")
+    assert "replace the whole of" in skipped.reason and "edit_file changes it in place" in skipped.reason  # type: ignore[union-attr]
+    routed = [e.tool for e in events if e.type == "route"]  # type: ignore[union-attr]
+    assert routed == [READ_FILE.qualified_name, WRITE_FILE.qualified_name, EDIT_FILE.qualified_name, None]  # then done
+    assert not events[-1].text.startswith("Nothing was changed")  # type: ignore[union-attr]
 
 
 def test_a_failed_write_runs_again_with_the_same_arguments_once_a_write_changed_something(

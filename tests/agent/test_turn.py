@@ -4,6 +4,7 @@ confirmation, surrogates, and that every failure leaves the conversation as it w
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -168,6 +169,9 @@ class _RoutesTo:
 
     def reads_before(self, tool: str, operation: str | None) -> bool:
         return False
+
+    def in_place(self, tool: str, params: Sequence[str]) -> str | None:
+        return None
 
 
 def test_routing_is_told_the_last_tool_turn_past_small_talk(engine: Engine, tools: dict[str, Tool]) -> None:
