@@ -19,6 +19,7 @@ from typing import Any
 from nexus_agent.agent.forms.dates import names_a_date
 from nexus_agent.agent.grounding import conversation_text, drop_ungrounded, mentioned
 from nexus_agent.agent.prompts import SYSTEM_MAIN, arg_request
+from nexus_agent.agent.request import Request
 from nexus_agent.agent.schema import constraint_for, validate
 from nexus_agent.backend import Backend, JsonConstraint, LocalBackend
 from nexus_agent.engine import MAIN, Engine, Generation
@@ -293,7 +294,8 @@ class ArgumentWriter:
                 if args2 is not None and err2 is None:
                     gen, args, repaired = again, args2, True
         if args is not None and err is None:
-            args = owner_and_repo(tool, args)
+            args = owner_and_repo(tool, args, conversation_text(request, history))
+            args = as_quoted(args, Request.of(request).quoted)
             args = drop_ungrounded(
                 tool,
                 args,
@@ -323,17 +325,41 @@ class ArgumentWriter:
         return (args if err is None else None), err, True
 
 
-def owner_and_repo(tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
+def owner_and_repo(tool: Tool, args: dict[str, Any], context: str = "") -> dict[str, Any]:
     """``args`` with an ``owner`` written as ``owner/repo`` split into its two parameters, for a tool that has
-    both: an owner holds no slash, and qwen1.5b wrote ``{"owner": "acme/web", "repo": "web"}`` for "acme/web"."""
+    both: an owner holds no slash, and qwen1.5b wrote ``{"owner": "acme/web", "repo": "web"}`` for "acme/web".
+    A ``repo`` of its own beside it is replaced only when ``context`` (the conversation) names ``owner/repo`` as
+    written: "acme/docs … on main" was written ``{"owner": "acme/docs", "repo": "main"}``."""
     props = tool.input_schema.get("properties") or {}
     owner = args.get("owner")
     if not ("owner" in props and "repo" in props and isinstance(owner, str) and owner.count("/") == 1):
         return args
     first, second = owner.split("/")
-    if not (first and second) or args.get("repo") not in (None, "", second):
-        return args  # a repository of its own beside it: not ours to guess which is meant
+    named = bool(re.search(rf"(?<![\w./-]){re.escape(owner)}(?![\w/-])", context, re.IGNORECASE))
+    if not (first and second) or (args.get("repo") not in (None, "", second) and not named):
+        return args  # a repository of its own beside it, and the conversation does not say which: not ours to guess
     return {**args, "owner": first, "repo": second}
+
+
+# parameters whose value is a slug by nature: a request's "my feature" is written my-feature there, and rightly
+_SLUGS = re.compile(r"branch|ref|path|file|tag|slug|sha|head|base|key|url", re.IGNORECASE)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[\s_-]+", "-", text.strip().lower())
+
+
+def as_quoted(args: dict[str, Any], quoted: Sequence[str]) -> dict[str, Any]:
+    """``args`` with a top-level string value the model wrote as a slug of a value the request quotes ("good
+    first issue" written ``good-first-issue``) given back as quoted: qwen1.5b looked up the label
+    ``good-first-issue``, which does not exist. Not for a parameter whose value is a slug by nature (a branch, a
+    path: :data:`_SLUGS`)."""
+    spaced = {_slug(q): q for q in quoted if " " in q.strip()}
+    out = dict(args)
+    for k, v in args.items():
+        if isinstance(v, str) and " " not in v and not _SLUGS.search(k) and (q := spaced.get(_slug(v))) is not None:
+            out[k] = q
+    return out
 
 
 def _leaves(value: Any) -> list[str | int]:

@@ -241,6 +241,9 @@ class _Halt:
     # a write refused for an identifier nobody gave: the arguments it was written with (a later step may look the
     # object up first)
     refused: dict[str, Any] | None = None
+    # a write refused for naming a repository as a value ("with the colour acme/docs uses"): that repository, where
+    # the next step reads the value
+    where: str | None = None
 
 
 def _run_turn(
@@ -409,9 +412,11 @@ def _loop(
         tried.append(waiting.call)
         not_run.append(waiting.unrun)
         qualified, operation = waiting.lookup.tool or qualified, waiting.lookup.operation
+    at: str | None = None  # the repository a refused write named as where its value is: the next read's
     while True:
         purpose = waiting.note if waiting is not None and not steps else None
-        got = _call_step(deps, qualified, operation, request, history, steps, step, emit, check, purpose=purpose)
+        got = _call_step(deps, qualified, operation, request, history, steps, step, emit, check, purpose=purpose, at=at)
+        at = None
         if isinstance(got, _Halt) and step == 1:
             if got.stage == "skip":
                 return (*_without_tool(deps, request, window, history), None)
@@ -429,7 +434,7 @@ def _loop(
             emit(ToolSkippedEvent(name=got.name, server=got.server, reason=got.message, step=step))
             step += 1
             _emit_route(emit, nxt, step)
-            qualified, operation = nxt.tool, nxt.operation
+            qualified, operation, at = nxt.tool, nxt.operation, got.where
             continue
         if isinstance(got, _Halt):
             if got.stage != "skip":  # the policy's Skip was reported by _call_step
@@ -632,6 +637,29 @@ def _unfilled(args: Mapping[str, Any], request: Request) -> str | None:
     return next((slot for slot in request.slots if slot.lower() in text), None)
 
 
+def _repository_as_value(args: Mapping[str, Any], request: Request) -> tuple[str, str] | None:
+    """The first top-level argument, not a repository's own (``owner``, ``repo``…), whose value is one of the
+    repositories the request names, or a path under it ("acme/docs", "acme/web/ui-label-color"), as
+    ``param=value``, and that repository; else None. A repository is where a value is, not the value: "with the same
+    colour acme/docs uses" was written ``color: "acme/docs"``."""
+    for k, v in args.items():
+        if not isinstance(v, str) or "repo" in k.lower() or k.lower() in ("owner", "org", "organization"):
+            continue
+        for ref in request.repos:
+            if v.lower() == ref.lower() or v.lower().startswith(ref.lower() + "/"):
+                return f"{k}={v}", ref
+    return None
+
+
+def _in_repository(tool: Tool, args: dict[str, Any], ref: str) -> dict[str, Any]:
+    """``args`` of a read with its ``owner`` and ``repo`` set to ``ref`` ("acme/docs"), for a tool that has both."""
+    props = tool.input_schema.get("properties") or {}
+    if "owner" not in props or "repo" not in props or ref.count("/") != 1:
+        return args
+    owner, repo = ref.split("/")
+    return {**args, "owner": owner, "repo": repo}
+
+
 def _reported_missing(steps: Sequence[_Step], args: Mapping[str, Any]) -> str | None:
     """Why the object ``args`` name does not exist, when a read of this turn asked for it and failed as not found
     (its error's first line), else None."""
@@ -824,13 +852,15 @@ def _call_step(
     repair: _Step | None = None,
     purpose: str | None = None,
     given: dict[str, Any] | None = None,
+    at: str | None = None,
 ) -> _Step | _Halt:
     """Write arguments for ``qualified`` (its ``operation`` fixed, when routing chose one), hold or run it: the call
     that ran, or why it did not (``_Halt``). ``repair``: the same tool's call that just failed on a parameter; the
     arguments are written again, told its error, beside the tool's closest example, or, when the error names
     optional arguments it set, are the same less those (:func:`without_named_optional`). ``purpose``: the note of a
     lookup that a write waits for (:data:`LOOKUP`). ``given``: the arguments, written already (a search again by
-    its stems, :func:`broadened`)."""
+    its stems, :func:`broadened`). ``at``: the repository a refused write named as a value ("acme/docs"), where a
+    read at this step reads."""
     tool = deps.tools().get(qualified)
     if tool is None:
         return _Halt("route", f"routed to {qualified}, which is no longer offered")
@@ -875,6 +905,14 @@ def _call_step(
         # nobody gave, so the next step may read the value first.
         why = f"{slot} is the request's placeholder for a value not looked up yet"
         return _Halt("arguments", why, tool.name, tool.server, refused=args)
+    if needs_confirmation(annotations) and (misplaced := _repository_as_value(args, request)) is not None:
+        # measured on the multi-step tune tasks (qwen1.5b): "a 'good first issue' label … with the same colour
+        # acme/docs uses for it" was created with the colour "acme/docs". Refused like a placeholder, so the next
+        # step reads the value there first.
+        why = f"{misplaced[0]} names a repository where the value is, not the value; it was not looked up yet"
+        return _Halt("arguments", why, tool.name, tool.server, refused=args, where=misplaced[1])
+    if at is not None and not needs_confirmation(annotations):
+        args = _in_repository(tool, args, at)  # the read of a value in the repository a refused write named
     results = [s.text for s in steps]
     seen = [*history, {"role": "assistant", "content": note}] if note else history
     decision = decide(tool, annotations, args, request, seen, deps.auto_yes, results)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nexus_agent.examples.sets import Usage
+from nexus_agent.registry import IDENTIFIER
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,10 @@ def keys_view(
     props: Mapping[str, Any], required: Sequence[str], keys: ArgKeys, named: set[str]
 ) -> tuple[list[str], list[str]]:
     """The required parameters (the schema's and the forced ones) and the optional ones argument writing keeps
-    under ``keys``: those the examples set, and those the conversation names in full (``named``)."""
+    under ``keys``: those the examples set, and those the conversation names in full (``named``) unless they name
+    an existing object (``IDENTIFIER``): "open an issue … and mention its number on the footer links issue (#3)"
+    named "issue" and "number", and the create was written with ``issue_number`` 3, which no create example sets."""
     forced = [k for k in props if k in keys.forced and k not in required]
+    named = {k for k in named if not IDENTIFIER.search(k)}
     kept = [k for k in props if k not in required and k not in forced and (k in keys.allowed or k in named)]
     return [*required, *forced], kept

@@ -195,3 +195,32 @@ def test_an_owner_written_as_owner_slash_repo_is_split(reg: Registry) -> None:
     # a different repository beside it, or no slash: left as written
     assert owner_and_repo(tool, {"owner": "acme/web", "repo": "api"}) == {"owner": "acme/web", "repo": "api"}
     assert owner_and_repo(tool, {"owner": "acme", "repo": "web"}) == {"owner": "acme", "repo": "web"}
+
+
+def test_an_owner_slash_repo_the_request_names_wins_over_the_repo_written_beside_it(reg: Registry) -> None:
+    """ "acme/docs … on main" was written ``{"owner": "acme/docs", "repo": "main"}``: the request names acme/docs
+    as a repository, so that is the owner and the repository; one it does not name is left as written."""
+    from nexus_agent.agent.args import owner_and_repo
+
+    tool = reg.find("search_issues", "github")
+    said = "acme/docs has an issue saying the guide pins an old version. Update the pin on main."
+    assert owner_and_repo(tool, {"owner": "acme/docs", "repo": "main"}, said) == {"owner": "acme", "repo": "docs"}
+    assert owner_and_repo(tool, {"owner": "acme/doc", "repo": "main"}, said) == {"owner": "acme/doc", "repo": "main"}
+    assert owner_and_repo(tool, {"owner": "acme/docs", "repo": "main"}) == {"owner": "acme/docs", "repo": "main"}
+
+
+def test_a_value_the_request_quotes_is_written_as_quoted_not_as_a_slug() -> None:
+    """ "Create a 'good first issue' label" looked up ``good-first-issue``, which does not exist; a branch or a path
+    is a slug by nature and stays as written."""
+    from nexus_agent.agent.args import as_quoted
+
+    quoted = ("good first issue", "my feature")
+    assert as_quoted({"name": "good-first-issue", "color": "7057ff"}, quoted) == {
+        "name": "good first issue",
+        "color": "7057ff",
+    }
+    assert as_quoted({"branch": "my-feature", "title": "My_Feature"}, quoted) == {
+        "branch": "my-feature",
+        "title": "my feature",
+    }
+    assert as_quoted({"name": "good-first"}, quoted) == {"name": "good-first"}

@@ -963,3 +963,53 @@ def test_a_write_that_keeps_the_requests_placeholder_is_not_run_and_the_value_is
 )
 def test_the_placeholders_a_request_leaves_for_values_it_does_not_know(text: str, slots: tuple[str, ...]) -> None:
     assert Request.parse(text).slots == slots
+
+
+LABEL_WRITE = Tool(
+    "github",
+    "label_write",
+    "Create, update or delete a label in a repository.",
+    {
+        "type": "object",
+        "properties": {
+            "method": {"type": "string", "enum": ["create", "update", "delete"]},
+            "owner": {"type": "string"},
+            "repo": {"type": "string"},
+            "name": {"type": "string"},
+            "color": {"type": "string"},
+        },
+        "required": ["method", "owner", "repo", "name"],
+    },
+)
+
+
+def test_a_write_that_names_a_repository_as_a_value_reads_the_value_there_first(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "a 'good first issue' label in acme/web with the same colour acme/docs uses" was created with the colour
+    "acme/docs": the write is refused, the next step's read runs in acme/docs whatever repository the model wrote,
+    and the write follows with the value it read."""
+    label = {"method": "create", "owner": "acme", "repo": "web", "name": "good first issue"}
+    written = iter([{**label, "color": "acme/docs"}, {**label, "color": "7057ff"}])
+    args = {"get_label": {"owner": "acme", "repo": "web", "name": "good first issue"}}
+    _write_args(monkeypatch, lambda name: next(written) if name == "label_write" else dict(args[name]))
+    local = {**tools, LABEL_WRITE.qualified_name: LABEL_WRITE}
+    get_label = "github__get_label"
+    results: dict[str, CallResult | Exception] = {
+        get_label: CallResult('{"name": "good first issue", "color": "7057ff"}', False),
+        LABEL_WRITE.qualified_name: CallResult('{"id": 11}', False),
+    }
+    calls: list[tuple[str, dict[str, Any]]] = []
+    deps = _deps(
+        engine, _Script(LABEL_WRITE.qualified_name, [get_label, LABEL_WRITE.qualified_name]), local, calls, results
+    )
+    deps = replace(deps, annotations={get_label: {"readOnlyHint": True}}.get)
+    events: list[Event] = []
+    request = "Create a 'good first issue' label in acme/web with the same colour acme/docs uses for it."
+    run_turn(deps, Conversation(), request, events.append)
+    assert calls == [
+        (get_label, {"owner": "acme", "repo": "docs", "name": "good first issue"}),
+        (LABEL_WRITE.qualified_name, {**label, "color": "7057ff"}),
+    ]
+    skipped = next(e for e in events if e.type == "tool_skipped")
+    assert "color=acme/docs names a repository" in skipped.reason  # type: ignore[union-attr]

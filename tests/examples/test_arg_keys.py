@@ -87,6 +87,12 @@ def test_the_view_requires_the_forced_keys_and_leaves_out_what_nothing_sets() ->
     assert "title" in named.input_schema["properties"] and "title" not in named.input_schema["required"]
     # the full schema still validates: the view changes what is written, not what is allowed
     assert "type" in update.input_schema["properties"]
+    # but not one that names an existing object: a create no example numbers is not numbered for "the issue's number"
+    create = with_operation(ISSUE, "create")
+    made = ArgKeys(frozenset({"method", "title"}), frozenset({"method", "title"}))
+    said = "open an issue 'Slow' and mention the new issue's number on #3"
+    assert "number" not in arg_view(create, said, made).input_schema["properties"]
+    assert "number" in arg_view(create, said).input_schema["properties"]
 
 
 def test_the_index_scores_every_call_of_a_tool_closest_first() -> None:
