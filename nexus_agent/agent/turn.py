@@ -641,11 +641,17 @@ def _repository_as_value(args: Mapping[str, Any], request: Request) -> tuple[str
     """The first top-level argument, not a repository's own (``owner``, ``repo``…), whose value is one of the
     repositories the request names, or a path under it ("acme/docs", "acme/web/ui-label-color"), as
     ``param=value``, and that repository; else None. A repository is where a value is, not the value: "with the same
-    colour acme/docs uses" was written ``color: "acme/docs"``."""
+    colour acme/docs uses" was written ``color: "acme/docs"``. Only a call with an ``owner`` counts, and only
+    ``owner/…`` refs of that owner: a file "docs/rate-limits.md" the request names is a path, not a repository."""
+    owner = args.get("owner")
+    if not isinstance(owner, str) or not owner:
+        return None
     for k, v in args.items():
         if not isinstance(v, str) or "repo" in k.lower() or k.lower() in ("owner", "org", "organization"):
             continue
         for ref in request.repos:
+            if ref.split("/")[0].lower() != owner.lower():
+                continue
             if v.lower() == ref.lower() or v.lower().startswith(ref.lower() + "/"):
                 return f"{k}={v}", ref
     return None

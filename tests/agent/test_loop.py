@@ -1013,3 +1013,18 @@ def test_a_write_that_names_a_repository_as_a_value_reads_the_value_there_first(
     ]
     skipped = next(e for e in events if e.type == "tool_skipped")
     assert "color=acme/docs names a repository" in skipped.reason  # type: ignore[union-attr]
+
+
+def test_a_path_the_request_names_is_no_repository_as_a_value() -> None:
+    """ "add docs/rate-limits.md on it" names a path with a slash: it is a file's path, not a repository, as its first
+    part is not the call's owner; "acme/docs" for a colour is one."""
+    from nexus_agent.agent.turn import _repository_as_value
+
+    said = Request.parse("In acme/docs: add docs/rate-limits.md with the colour acme/web uses")
+    page = {"owner": "acme", "repo": "docs", "path": "docs/rate-limits.md", "content": "x"}
+    assert _repository_as_value(page, said) is None
+    assert _repository_as_value({"owner": "acme", "repo": "docs", "color": "acme/web"}, said) == (
+        "color=acme/web",
+        "acme/web",
+    )
+    assert _repository_as_value({"path": "acme/web"}, said) is None  # no owner: not a repository's call
