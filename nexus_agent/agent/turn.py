@@ -574,6 +574,16 @@ def _look_up_first(
         # the whole list with "Tick it off", and "Add a P.S. … his number from …/contacts.csv" the whole letter
         why = "it waited for a read of what it acts on, as the request quotes nothing to write"
         note = READ_FIRST.format(tool=tool.name)
+    elif (
+        not params
+        and _replaces_whole(deps, qualified, tool, request)
+        and deps.router.reads_before(qualified, operation)
+    ):
+        # measured on the multi-step tune tasks (qwen1.5b): "Fix the typo in …/shopping-list.txt: 'bred' should be
+        # 'bread'" was written at once with write_file, and the list became the one word "bread". Read first, a file
+        # that exists is then changed in place (in_place); one that does not is written
+        why = "it waited for a read of what it acts on, as it would replace a file whole"
+        note = READ_FIRST.format(tool=tool.name)
     else:
         return None
     shown = {tool.operation_param: operation} if tool.operation_param and operation else {}
@@ -584,6 +594,15 @@ def _look_up_first(
     emit(ToolSkippedEvent(name=tool.name, server=tool.server, reason=why, step=1))
     _emit_route(emit, nxt, 1)
     return _Waiting(waiting, f"{tool.name} was not run: {why}", nxt, note)
+
+
+def _replaces_whole(deps: TurnDeps, qualified: str, tool: Tool, request: Request) -> bool:
+    """Whether ``tool`` says it overwrites, the request does not ask for that, and its server has a write that
+    changes part of the same object (``TurnRouter.in_place``): then a file the request names is read first."""
+    if not OVERWRITES.search(tool.description) or _ASKS_OVERWRITE.search(request.text):
+        return False
+    objects = [k for k in tool.input_schema.get("properties") or {} if _NAMES_OBJECT.search(k)]
+    return bool(objects) and deps.router.in_place(qualified, objects) is not None
 
 
 # An error that names what to change in the arguments: a parameter, a missing or required value, an unsupported or
@@ -664,6 +683,15 @@ def _in_repository(tool: Tool, args: dict[str, Any], ref: str) -> dict[str, Any]
         return args
     owner, repo = ref.split("/")
     return {**args, "owner": owner, "repo": repo}
+
+
+def _creates_named(tool: Tool, args: Mapping[str, Any], request: Request) -> bool:
+    """Whether ``tool`` creates what it overwrites ("Create a new file or completely overwrite …") and its object is
+    one the request names as written (a path): a read that found that file missing is no reason not to write it."""
+    if not OVERWRITES.search(tool.description):
+        return False
+    named = [v for k, v in args.items() if isinstance(v, str) and _NAMES_OBJECT.search(k)]
+    return bool(named) and all(v in request.text for v in named)
 
 
 def _reported_missing(steps: Sequence[_Step], args: Mapping[str, Any]) -> str | None:
@@ -886,7 +914,11 @@ def _call_step(
         why = f"it would call {tool.name} again with the same arguments, so the loop stopped"
         return _Halt("repeat", why, tool.name, tool.server)
     annotations = deps.annotations(qualified)
-    if needs_confirmation(annotations) and (gone := _reported_missing(steps, args)) is not None:
+    if (
+        needs_confirmation(annotations)
+        and not _creates_named(tool, args, request)
+        and (gone := _reported_missing(steps, args)) is not None
+    ):
         # a read of this turn found the object missing: changing it would make something up (create a file for
         # "fix the typo in X", write to an issue that does not exist)
         return _Halt("arguments", f"{tool.name} was not run: {gone}", tool.name, tool.server)

@@ -1028,3 +1028,40 @@ def test_a_path_the_request_names_is_no_repository_as_a_value() -> None:
         "acme/web",
     )
     assert _repository_as_value({"path": "acme/web"}, said) is None  # no owner: not a repository's call
+
+
+class _ReadsFirstInPlace(_ReadsFirst, _InPlace):
+    """Plans a read before the write that overwrites, and names the edit that changes part of a file."""
+
+
+@pytest.mark.parametrize("exists", [True, False])
+def test_a_quoted_write_that_would_replace_a_file_whole_reads_it_first(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, exists: bool
+) -> None:
+    """ "Fix the typo in …: 'bred' should be 'bread'" was written at once with write_file, and the list became the
+    word "bread": the write now reads the file first; over a file that exists the edit runs, a missing one is
+    written (the request names it: a read that found it missing is no reason not to create it)."""
+    path = "/home/ana/notes/shopping-list.txt"
+    args = {
+        READ_FILE.name: {"path": path},
+        WRITE_FILE.name: {"path": path, "content": "bread"},
+        EDIT_FILE.name: {"path": path, "edits": [{"oldText": "bred", "newText": "bread"}]},
+    }
+    _write_args(monkeypatch, lambda name: dict(args[name]))
+    router = _ReadsFirstInPlace(WRITE_FILE.qualified_name, [READ_FILE.qualified_name, WRITE_FILE.qualified_name])
+    calls: list[tuple[str, dict[str, Any]]] = []
+    deps = _local_deps(engine, router, calls)
+    local = {t.qualified_name: t for t in (WRITE_FILE, READ_FILE, EDIT_FILE)}
+    read = CallResult("- bred\n- milk", False) if exists else CallResult("Error: ENOENT: no such file", True)
+
+    def call(name: str, a: dict[str, Any]) -> CallResult:
+        calls.append((name, a))
+        return read if name == READ_FILE.qualified_name else CallResult("ok", False)
+
+    deps = replace(deps, tools=lambda: local, call_tool=call)
+    events: list[Event] = []
+    run_turn(deps, Conversation(), f"Fix the typo in {path}: 'bred' should be 'bread'.", events.append)
+    then = EDIT_FILE if exists else WRITE_FILE
+    assert [c[0] for c in calls] == [READ_FILE.qualified_name, then.qualified_name]
+    first = next(e for e in events if e.type == "tool_skipped")
+    assert "as it would replace a file whole" in first.reason  # type: ignore[union-attr]
