@@ -406,7 +406,17 @@ def _loop(
     note = ""
     held: str | None = None  # the write a later step held (refused, not confirmed): its not_run line says why
     qualified, operation, step = first, first_op, 1
-    waiting = _look_up_first(deps, qualified, operation, request, history, window, emit)
+    if (me := _who_am_i(deps, first, request)) is not None:
+        # "assign … to me": the login is read first, so the write has it (qwen1.5b wrote "your_username")
+        emit(RouteEvent(decision="auto", tool=me, candidates=[Candidate(name=me, score=1.0)], step=step))
+        mine = _call_step(deps, me, None, request, history, steps, step, emit, check, given={})
+        if isinstance(mine, _Step):
+            steps.append(mine)
+            tried.append(CallSoFar(me, {}, step_view(mine.text, request, CALL_CHARS), mine.is_error, False))
+            _record(turn, mine)
+            step += 1
+    before = len(steps)  # the calls made before the routed tool's own (the login)
+    waiting = _look_up_first(deps, qualified, operation, request, history, window, emit, step)
     if waiting is not None:
         # the write waits for its object: the lookup runs first and the write follows it (router._planned_step)
         tried.append(waiting.call)
@@ -414,10 +424,10 @@ def _loop(
         qualified, operation = waiting.lookup.tool or qualified, waiting.lookup.operation
     at: str | None = None  # the repository a refused write named as where its value is: the next read's
     while True:
-        purpose = waiting.note if waiting is not None and not steps else None
+        purpose = waiting.note if waiting is not None and len(steps) == before else None
         got = _call_step(deps, qualified, operation, request, history, steps, step, emit, check, purpose=purpose, at=at)
         at = None
-        if isinstance(got, _Halt) and step == 1:
+        if isinstance(got, _Halt) and step == before + 1:
             if got.stage == "skip":
                 return (*_without_tool(deps, request, window, history), None)
             if got.refused is None or deps.max_steps == 1:
@@ -545,6 +555,32 @@ class _Waiting:
     note: str
 
 
+# the request names its user as a person a change is for: "assign it to me", "add me as a reviewer"
+_ME = re.compile(
+    r"\b(?:to|assign|ping|mention|cc|notify)\s+me\b|\bme as (?:an? )?(?:reviewer|assignee|owner)\b|\bmyself\b",
+    re.IGNORECASE,
+)
+# a read that says who the user is: GitHub's get_me, others' whoami or current user
+_WHOAMI = re.compile(r"(?:^|_)(?:me|whoami|current_user|authenticated_user)$", re.IGNORECASE)
+
+
+def _who_am_i(deps: TurnDeps, first: str, request: Request) -> str | None:
+    """The read of ``first``'s server that says who the user is (:data:`_WHOAMI`: read-only, nothing required), when
+    ``first`` is a write, the request names its user as the person a change is for ("assign it to me") and the loop
+    has room for it; else None."""
+    tool = deps.tools().get(first)
+    if deps.max_steps < 2 or tool is None or not _ME.search(request.text):
+        return None
+    if not needs_confirmation(deps.annotations(first)):
+        return None
+    for q, t in deps.tools().items():
+        if t.server != tool.server or not _WHOAMI.search(t.name) or t.input_schema.get("required"):
+            continue
+        if (deps.annotations(q) or {}).get("readOnlyHint") is True:
+            return q
+    return None
+
+
 def _look_up_first(
     deps: TurnDeps,
     qualified: str,
@@ -553,6 +589,7 @@ def _look_up_first(
     history: list[dict[str, str]],
     window: list[dict[str, str]],
     emit: Emit,
+    step: int = 1,
 ) -> _Waiting | None:
     """When the routed write acts on an existing object (:meth:`TurnRouter.object_params`) that the conversation
     does not identify ("close the issue about the login button": no number), its arguments are not written yet:
@@ -591,8 +628,8 @@ def _look_up_first(
     nxt = _next(deps, request, window, [waiting])
     if nxt is None or nxt.tool is None or nxt.decision != "auto":
         return None  # no planned lookup: the arguments are written as for any write
-    emit(ToolSkippedEvent(name=tool.name, server=tool.server, reason=why, step=1))
-    _emit_route(emit, nxt, 1)
+    emit(ToolSkippedEvent(name=tool.name, server=tool.server, reason=why, step=step))
+    _emit_route(emit, nxt, step)
     return _Waiting(waiting, f"{tool.name} was not run: {why}", nxt, note)
 
 

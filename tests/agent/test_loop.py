@@ -1065,3 +1065,34 @@ def test_a_quoted_write_that_would_replace_a_file_whole_reads_it_first(
     assert [c[0] for c in calls] == [READ_FILE.qualified_name, then.qualified_name]
     first = next(e for e in events if e.type == "tool_skipped")
     assert "as it would replace a file whole" in first.reason  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("request_", ["Assign acme/api issue 11 to me.", "Assign acme/api issue 11 to bob-kim."])
+def test_a_change_for_me_reads_who_i_am_first(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch, request_: str
+) -> None:
+    """ "Assign the … issue to me" was written with ``assignees: ["your_username"]``: a write for "me" reads the
+    server's current user first (``get_me``), in the same turn, and its arguments see the login; a change for
+    someone named reads nothing more."""
+    notes: list[str | None] = []
+    assign = {"method": "update", "owner": "acme", "repo": "api", "issue_number": 11, "assignees": ["octo-dev"]}
+
+    def write(self: Any, tool: Tool, *a: Any, **k: Any) -> Any:
+        notes.append(k.get("note"))
+        return SimpleNamespace(arguments=dict(assign), schema_error=None)
+
+    monkeypatch.setattr(ArgumentWriter, "write", write)
+    me, issue_write = "github__get_me", "github__issue_write"
+    results: dict[str, CallResult | Exception] = {
+        me: CallResult('{"login": "octo-dev", "name": "Octo Dev"}', False),
+        issue_write: CallResult('{"number": 11}', False),
+    }
+    calls: list[tuple[str, dict[str, Any]]] = []
+    deps = _deps(engine, _Script(issue_write, [None]), tools, calls, results)
+    deps = replace(deps, annotations={me: {"readOnlyHint": True}}.get)
+    run_turn(deps, Conversation(), request_, lambda e: None)
+    if request_.endswith("to me."):
+        assert calls == [(me, {}), (issue_write, assign)]
+        assert "octo-dev" in str(notes[-1])  # the write's arguments were told the login
+    else:
+        assert calls == [(issue_write, assign)]
