@@ -151,15 +151,15 @@ class ExampleSet:
         return out
 
     def common_to_requests(self, said: Callable[[str], frozenset[str]]) -> dict[tuple[str, str | None], frozenset[str]]:
-        """For each tool, and each operation of a consolidated one, with two or more example requests: what
-        ``said`` finds in every one of them (the kinds of object each names: ``list_issues`` issues,
-        ``discussion_comment_write`` add discussions). Keys are ``(qualified, operation or None)``; empty ones are
-        left out."""
+        """For each tool, and each operation of a consolidated one, with two or more example requests in which
+        ``said`` finds something: what it finds in every one of those (the kinds of object each names:
+        ``list_issues`` issues, ``discussion_comment_write`` add discussions). A request in which it finds nothing
+        does not count: a terse "reviews on owner/repo #7" names no kind, and says nothing of another. Keys are
+        ``(qualified, operation or None)``; empty ones are left out."""
         rows: dict[tuple[str, str | None], list[frozenset[str]]] = {}
         for q, usages in self._usages.items():
             for u in usages:
-                if u.request:
-                    found = said(u.request)
+                if u.request and (found := said(u.request)):
                     rows.setdefault((q, None), []).append(found)
                     if u.operation is not None:
                         rows.setdefault((q, u.operation), []).append(found)

@@ -154,7 +154,8 @@ KINDS: dict[str, re.Pattern[str]] = {
     kind: re.compile(rf"(?<![-/.\w])(?:{words})(?![-/.]?\w)", re.IGNORECASE)
     for kind, words in {
         "issue": r"issues?|bugs?|tickets?|feature requests?",
-        "pull request": r"prs?|pull requests?|pulls?",
+        # not the verb: "pull up the comments on …#88"
+        "pull request": r"prs?|pull requests?|pulls|pull(?=\s*#\d)",
         "discussion": r"discussions?",
         "gist": r"gists?",
         "label": r"label(?:s|led|ed)?",

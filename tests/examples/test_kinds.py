@@ -24,6 +24,8 @@ from tests.examples.test_operations import _Words
         ("what's open against release-1.4 in acme/api", set()),  # a piece of a name is no kind
         ("show me pr.md", set()),
         ("merge #6 in acme/api", set()),
+        ("pull up the comments on acme-corp/web#88", set()),  # the verb
+        ("review pull #88 and the open pulls", {"pull request"}),
     ],
 )
 def test_the_kinds_a_request_names(query: str, kinds: set[str]) -> None:
@@ -137,3 +139,21 @@ def test_a_lookup_is_of_the_kind_the_request_names() -> None:
     # an issue named: the examples' lookup, as before
     out = r.next_step("Close the issue in acme/api about WebSocket support", [], [waiting])
     assert [c.key for c in out.candidates] == [find_issues.key]
+
+
+def test_a_terse_example_that_names_no_kind_does_not_undo_the_kind_of_the_others() -> None:
+    """ "reviews on halyard-works/larkspur #7" names no kind; the other examples of the tool name pull requests, so
+    a request about an issue is not offered it. One example naming a kind is not enough to give the tool one."""
+    bank = ExampleSet(
+        [
+            _ex(PULLS, "list the pull requests of halyard-works/larkspur"),
+            _ex(PULLS, "open PRs in marrow-tools/juniper-cli?"),
+            _ex(PULLS, "what's waiting for review in halyard-works/tern-ui #7"),
+            _ex(MERGE, "merge the PR halyard-works/larkspur#41"),
+            _ex(MERGE, "squash halyard-works/larkspur#41"),
+        ],
+        {t.qualified_name: t for t in TOOLS},
+    )
+    kinds = bank.common_to_requests(kinds_named)
+    assert kinds[(PULLS.qualified_name, None)] == {"pull request"}
+    assert (MERGE.qualified_name, None) not in kinds
