@@ -850,11 +850,23 @@ class Router:
             )
         )
         relevant, small_talk, ex_sim = self._relevance(qvec, pool, allowed)
+        if not relevant and self._names_own_path(query, pool):
+            # a file of the user's, which a tool it has can read and general knowledge cannot: measured on the
+            # multi-step tune tasks (qwen1.5b), "Double the rice in my risotto recipe in /…/recipes" was small talk
+            relevant, small_talk = True, False
         judge_tools = self._judge_tools(query, allowed) if relevant and following is None else None
         pool_tools = [self.tools[c.key] for c in pool]
         return _Retrieved(
             cands, pool, margin, escalate, relevant, small_talk, ex_sim, following, judge_tools, pool_tools
         )
+
+    def _names_own_path(self, query: str, pool: Sequence[Candidate]) -> bool:
+        """Whether ``query`` names a local path (:func:`names_local_path`) and ``pool`` holds a tool asked for with
+        one (``ExampleIndex.path_tools``). Off without the examples' routing keys."""
+        if not self.cfg.examples.keys or not len(self.examples) or not names_local_path(query):
+            return False
+        local = self.examples.path_tools
+        return any(self.tools[c.key].qualified_name in local for c in pool)
 
     def _said(self, query: str, pool: list[Candidate]) -> list[Candidate]:
         """``pool`` without the tools named for something the request does not say (``ExampleSet.own_words``:

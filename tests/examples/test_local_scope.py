@@ -147,3 +147,15 @@ def test_a_local_write_of_text_reads_first_a_move_does_not() -> None:
     assert not r.reads_before(MOVE.qualified_name)  # read after, never before
     assert not r.reads_before(READ.qualified_name)  # a read
     assert not r.reads_before(REMOTE.qualified_name)  # not asked for with a local path
+
+
+def test_a_request_naming_a_path_of_the_users_is_for_a_tool_when_a_local_tool_is_in_the_pool() -> None:
+    """ "Double the rice in my risotto recipe in /…/recipes" read as small talk (cooking): a local path the tools
+    can read makes it a request for them; without a local tool in the pool, or without a path, nothing changes."""
+    r = Router(TOOLS, _Words(), examples=BANK)
+    query = "Double the rice in my risotto recipe in /home/ana/recipes."
+    cands = r.retrieve(query)
+    assert r._names_own_path(query, cands)
+    assert not r._names_own_path(query, [c for c in cands if c.key == REMOTE.key])
+    assert not r._names_own_path("Double the rice in my risotto recipe.", cands)
+    assert not r._names_own_path("see https://example.com/a/b", cands)
