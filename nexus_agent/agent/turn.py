@@ -602,6 +602,8 @@ def _look_up_first(
     tool = deps.tools().get(qualified)
     if deps.max_steps < 2 or tool is None or not needs_confirmation(deps.annotations(qualified)):
         return None
+    if tool.declares_write and request.question:
+        return None  # a question routed to a write: the policy decides (skips it, the model answers); nothing to find
     params = deps.router.object_params(qualified, operation)
     if params and not any(identifier_given(tool, p, request, history) for p in params):
         why = f"the request does not say which one it means ({', '.join(params)}), so it was looked up first"
