@@ -486,7 +486,13 @@ def _loop(
                 note = f"(I stopped after {step} calls, the most one request may make.)\n"
             break
         check()
-        nxt = _next(deps, request, window, tried)
+        if waiting is not None and waiting.creates and len(steps) == before + 1 and _NOT_FOUND.search(got.text):
+            # the file the write that overwrites waited for does not exist: it is written, as the request asks
+            # (measured on the check split: "write 'milk, bread, coffee' into …/groceries.txt" read, found no file,
+            # and the decision after a failed read offers no write)
+            nxt = RouteOutcome("auto", first, [(first, 1.0)], 0.0, first_op)
+        else:
+            nxt = _next(deps, request, window, tried)
         if nxt is None:
             break
         step += 1
@@ -553,6 +559,8 @@ class _Waiting:
     unrun: str
     lookup: RouteOutcome
     note: str
+    # a write that overwrites, waiting for a read of its file: when the read finds none, the write creates it
+    creates: bool = False
 
 
 # the request names its user as a person a change is for: "assign it to me", "add me as a reviewer"
@@ -605,6 +613,7 @@ def _look_up_first(
     if tool.declares_write and request.question:
         return None  # a question routed to a write: the policy decides (skips it, the model answers); nothing to find
     params = deps.router.object_params(qualified, operation)
+    creates = False
     if params and not any(identifier_given(tool, p, request, history) for p in params):
         why = f"the request does not say which one it means ({', '.join(params)}), so it was looked up first"
         note = LOOKUP.format(tool=tool.name, params=", ".join(params))
@@ -623,6 +632,7 @@ def _look_up_first(
         # that exists is then changed in place (in_place); one that does not is written
         why = "it waited for a read of what it acts on, as it would replace a file whole"
         note = READ_FIRST.format(tool=tool.name)
+        creates = True
     else:
         return None
     shown = {tool.operation_param: operation} if tool.operation_param and operation else {}
@@ -632,7 +642,7 @@ def _look_up_first(
         return None  # no planned lookup: the arguments are written as for any write
     emit(ToolSkippedEvent(name=tool.name, server=tool.server, reason=why, step=step))
     _emit_route(emit, nxt, step)
-    return _Waiting(waiting, f"{tool.name} was not run: {why}", nxt, note)
+    return _Waiting(waiting, f"{tool.name} was not run: {why}", nxt, note, creates)
 
 
 def _replaces_whole(deps: TurnDeps, qualified: str, tool: Tool, request: Request) -> bool:
