@@ -16,11 +16,12 @@ EMBEDDER: Final = "minilm-tools"
 RERANKER: Final = "llm-choice"
 """The decision an escalated request goes to (``nexus_agent.routing.rerank.RERANKERS``); ``none``: retrieval top-1."""
 
-MAX_STEPS: Final = 3
-"""Tool calls one request may make (the agent loop, docs/agent-loop.md; ``--max-steps 1``: one call, as before). Three
-by default, by measurement on the multi-step check split (docs/measurements.md#examples): one call cannot carry a
-request that needs a lookup before its change ("close the issue about rate limiting"), which is most of them, and a
-request that names one step ends after its call without a decision (``Router.next_step``'s done)."""
+MAX_STEPS: Final = 1
+"""Tool calls one request may make (the agent loop, docs/agent-loop.md; ``--max-steps 3`` turns it on). One by
+default, by measurement: on the first 16 multi-step tune tasks the loop (at most 4 steps) reached 0/16 as one call
+did, answers claiming an action that never ran went from 2 to 5, and a single-call request whose call fails paid
+minutes for retries (3 tasks: p50 20 s → 190 s); with qwen1.5b the first tool and its arguments, not the steps after,
+are what fail."""
 
 KV_SCORER: Final = "nexus"
 """The memory manager's scorer under ``--kv-budget`` (``--kv-policy``; ``nexus_agent.kv.policies.POLICIES``)."""
