@@ -648,7 +648,7 @@ def _look_up_first(
 def _replaces_whole(deps: TurnDeps, qualified: str, tool: Tool, request: Request) -> bool:
     """Whether ``tool`` says it overwrites, the request does not ask for that, and its server has a write that
     changes part of the same object (``TurnRouter.in_place``): then a file the request names is read first."""
-    if not OVERWRITES.search(tool.description) or _ASKS_OVERWRITE.search(request.text):
+    if not _overwrite_unasked(tool, request):
         return False
     objects = [k for k in tool.input_schema.get("properties") or {} if _NAMES_OBJECT.search(k)]
     return bool(objects) and deps.router.in_place(qualified, objects) is not None
@@ -762,6 +762,11 @@ _ASKS_OVERWRITE = re.compile(
 )
 
 
+def _overwrite_unasked(tool: Tool, request: Request) -> bool:
+    """Whether ``tool`` says it overwrites and the request does not ask for what it does (:data:`_ASKS_OVERWRITE`)."""
+    return bool(OVERWRITES.search(tool.description)) and not _ASKS_OVERWRITE.search(request.text)
+
+
 def _overwrites_read(
     tool: Tool, steps: Sequence[_Step], args: Mapping[str, Any], request: Request
 ) -> tuple[str, list[str]] | None:
@@ -772,7 +777,7 @@ def _overwrites_read(
     Measured on the multi-step check tasks (qwen1.5b): after reading contacts.csv, "Change Maria Gonzalez's phone
     number" was written as the whole file's new text, by a model that cannot copy a file's every line; on tune,
     "tick it off in …/todo.md" left a one-line list."""
-    if not OVERWRITES.search(tool.description) or _ASKS_OVERWRITE.search(request.text):
+    if not _overwrite_unasked(tool, request):
         return None
     read = {v for s in steps if not s.may_write and not s.is_error for v in s.arguments.values() if isinstance(v, str)}
     named = {k: v for k, v in args.items() if isinstance(v, str) and _NAMES_OBJECT.search(k) and v in read}
