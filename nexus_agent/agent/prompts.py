@@ -111,6 +111,13 @@ REPAIR = (
     "any value the request does not state.)"
 )
 
+# A write whose arguments still hold the request's placeholder ("@login", "<amount>"), written again once after a
+# read: the value is in what the calls so far returned.
+PLACEHOLDER = (
+    "(The call {tool} {args} was not run: {slot} is my placeholder for a value. Write the arguments again with the "
+    "value {slot} stands for in its place, as the calls made so far returned it.)"
+)
+
 
 def arg_request(request: str, sig: str, today: dt.date | None = None, note: str | None = None) -> str:
     """The argument request; with ``today``, a line giving today's date (ISO, and the weekday) goes first; ``note``

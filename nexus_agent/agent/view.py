@@ -139,6 +139,36 @@ def step_view(text: str, request: Request | str, limit: int = 1500) -> str:
     return whole(head + ":\n" + "\n".join(lines), limit)
 
 
+# fields that hold people, as logins or as objects with one
+_PEOPLE = frozenset(
+    {"assignees", "assignee", "user", "author", "owner", "reviewers", "requested_reviewers", "closed_by", "merged_by"}
+)
+
+
+def named_logins(text: str, request: Request | str) -> list[str]:
+    """The logins an output ``text`` (a JSON object or listing) holds in the fields ``request`` names: "whoever is
+    assigned" names ``assignees``, "the author" ``user``; in order, once each. Empty when it is not JSON."""
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, ValueError):
+        return []
+    asked = set(Request.of(request).words)
+    rows, _ = _rows(data)
+    objs = rows if rows is not None else [data]
+    found: list[str] = []
+    for obj in objs:
+        if not isinstance(obj, dict):
+            continue
+        for k, v in obj.items():
+            if k not in _PEOPLE or not _named(k, asked):
+                continue
+            for x in v if isinstance(v, list) else [v]:
+                login = x.get("login") if isinstance(x, dict) else x
+                if isinstance(login, str) and login and login not in found:
+                    found.append(login)
+    return found
+
+
 def _rows(data: Any) -> tuple[list[Any] | None, dict[str, Any] | None]:
     """The list a listing returns (bare, or wrapped as ``{"issues": [...], "totalCount": 3}``) and its wrapper."""
     if isinstance(data, list):

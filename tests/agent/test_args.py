@@ -209,6 +209,26 @@ def test_an_owner_slash_repo_the_request_names_wins_over_the_repo_written_beside
     assert owner_and_repo(tool, {"owner": "acme/docs", "repo": "main"}) == {"owner": "acme/docs", "repo": "main"}
 
 
+def test_the_owner_of_the_repository_the_request_names_wins_over_another_owner(reg: Registry) -> None:
+    """ "Assign the acme/api issue … to me" read get_me first, and its lookup searched ``octo-dev/api``: the request
+    names one repository called api, acme's. A pair it names, two of that name, or a path are left as written."""
+    from nexus_agent.agent.args import named_owner
+
+    tool = reg.find("search_issues", "github")
+    said = "Assign the acme/api issue about upgrading the CI runner to me."
+    assert named_owner(tool, {"owner": "octo-dev", "repo": "api", "query": "ci"}, said) == {
+        "owner": "acme",
+        "repo": "api",
+        "query": "ci",
+    }
+    assert named_owner(tool, {"owner": "acme", "repo": "api"}, said) == {"owner": "acme", "repo": "api"}
+    both = "Copy the label from acme/api to other/api."
+    assert named_owner(tool, {"owner": "octo-dev", "repo": "api"}, both) == {"owner": "octo-dev", "repo": "api"}
+    path = "What does src/api/app.py say?"
+    assert named_owner(tool, {"owner": "octo-dev", "repo": "api"}, path) == {"owner": "octo-dev", "repo": "api"}
+    assert named_owner(tool, {"owner": "octo-dev", "repo": "web"}, said) == {"owner": "octo-dev", "repo": "web"}
+
+
 def test_a_value_the_request_quotes_is_written_as_quoted_not_as_a_slug() -> None:
     """ "Create a 'good first issue' label" looked up ``good-first-issue``, which does not exist; a branch or a path
     is a slug by nature and stays as written."""

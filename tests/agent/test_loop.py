@@ -949,6 +949,69 @@ def test_a_write_that_keeps_the_requests_placeholder_is_not_run_and_the_value_is
     assert router.seen[0][0].tool == WRITE_FILE.qualified_name and not router.seen[0][0].ran
 
 
+def test_a_write_that_keeps_the_placeholder_after_a_read_is_written_again_once_told_so(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the read that has the value, "mentioning them by @login" was still written "@login": the write is
+    written again once in the same step, told the placeholder; a refused first write counts no call, so a budget of
+    two still reads and writes."""
+    contents = iter(["September: <amount>", "September: <amount>", "September: 4100"])
+    notes: list[str | None] = []
+
+    def write(self: Any, tool: Tool, *a: Any, **k: Any) -> Any:
+        if tool.name == READ_FILE.name:
+            return SimpleNamespace(arguments={"path": "/home/ana/q3.csv"}, schema_error=None)
+        notes.append(k.get("note"))
+        return SimpleNamespace(
+            arguments={"path": "/home/ana/summary.txt", "content": next(contents)}, schema_error=None
+        )
+
+    monkeypatch.setattr(ArgumentWriter, "write", write)
+    calls: list[tuple[str, dict[str, Any]]] = []
+    router = _Script(WRITE_FILE.qualified_name, [READ_FILE.qualified_name, WRITE_FILE.qualified_name])
+    request = (
+        "Take September's revenue from /home/ana/q3.csv and write it to /home/ana/summary.txt as 'September: <amount>'"
+    )
+    deps = replace(_local_deps(engine, router, calls), max_steps=2)
+    events: list[Event] = []
+    run_turn(deps, Conversation(), request, events.append)
+    assert [c[0] for c in calls] == [READ_FILE.qualified_name, WRITE_FILE.qualified_name]
+    assert calls[1][1]["content"] == "September: 4100"
+    assert len(notes) == 3 and "<amount> is my placeholder" in str(notes[2]) and "placeholder" not in str(notes[1])
+    # with no value written the second time, it is not run
+    contents = iter(["September: <amount>"] * 3)
+    calls.clear()
+    router = _Script(WRITE_FILE.qualified_name, [READ_FILE.qualified_name, WRITE_FILE.qualified_name])
+    run_turn(replace(_local_deps(engine, router, calls), max_steps=2), Conversation(), request, lambda e: None)
+    assert [c[0] for c in calls] == [READ_FILE.qualified_name]
+
+
+def test_a_login_placeholder_is_the_one_login_the_lookup_returned_where_the_request_looks(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "Whoever is assigned to …: ping them …, mentioning them by @login" wrote "@login" even when told so, with
+    ``"assignees": ["bob-kim"]`` in the lookup's view: the one login of the field the request names is filled in."""
+    found = json.loads(FOUND)
+    found["items"][0] |= {"assignees": [{"login": "bob-kim"}], "user": {"login": "carol-ops"}}
+    body = {"owner": "acme", "repo": "api", "issue_number": 2, "body": "@login, any ETA? cc @LOGIN"}
+    _write_args(monkeypatch, lambda name: dict(_ARGS[name]) if name == "search_issues" else dict(body))
+    calls: list[tuple[str, dict[str, Any]]] = []
+    results: dict[str, CallResult | Exception] = {
+        SEARCH: CallResult(json.dumps(found), False),
+        COMMENT: CallResult("{}", False),
+    }
+    request = (
+        "Whoever is assigned to the acme/api rate limiting issue: ask them for an ETA there, mentioning them by @login."
+    )
+    run_turn(_deps(engine, _Script(SEARCH, [COMMENT]), tools, calls, results), Conversation(), request, lambda e: None)
+    assert calls[-1] == (COMMENT, {**body, "body": "@bob-kim, any ETA? cc @bob-kim"})
+    # the request names no field of people there: nothing is filled, the placeholder is refused
+    calls.clear()
+    other = "Ask on the acme/api rate limiting issue for an ETA, mentioning them by @login."
+    run_turn(_deps(engine, _Script(SEARCH, [COMMENT]), tools, calls, results), Conversation(), other, lambda e: None)
+    assert [c[0] for c in calls] == [SEARCH]
+
+
 @pytest.mark.parametrize(
     ("text", "slots"),
     [
