@@ -72,7 +72,7 @@ from nexus_agent.sandbox.github.world import World
 
 WORLDS = DATA / "worlds"
 SERVERS = ("github", "filesystem", "git")
-Pattern = Literal["find-then-act", "read-then-write", "find-who-then-act", "act-then-check"]
+Pattern = Literal["find-then-act", "read-then-write", "find-who-then-act", "act-then-check", "act-then-act"]
 
 
 class Verify(BaseModel):
