@@ -18,6 +18,7 @@ when the output is not JSON (a file's text, a diff): then the request is about t
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -132,7 +133,7 @@ def step_view(text: str, request: Request | str, limit: int = 1500) -> str:
     asked = set(Request.of(request).words) | {"url", "link"}  # identifying links are kept, bodies stay out
     rows, _ = _rows(data)
     if rows is None:
-        shown: Any = _object(data, asked, single=True) if isinstance(data, dict) else data
+        shown: Any = _object(_numbered(data), asked, single=True) if isinstance(data, dict) else data
         return whole(_dump(shown), limit)
     head = f"{len(rows)} items" + (f" (the first {STEP_ITEMS} shown)" if len(rows) > STEP_ITEMS else "")
     lines = [_dump(_object(r, asked) if isinstance(r, dict) else r) for r in rows[:STEP_ITEMS]]
@@ -167,6 +168,22 @@ def named_logins(text: str, request: Request | str) -> list[str]:
                 if isinstance(login, str) and login and login not in found:
                     found.append(login)
     return found
+
+
+# the number at the end of an issue's, pull request's or discussion's URL
+_URL_NUMBER = re.compile(r"/(?:issues|pull|pulls|discussions)/(\d+)/?$")
+
+
+def _numbered(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` with a ``number`` first, read from its URL, when it has none: GitHub's create answers
+    ``{"id": "26", "url": ".../issues/8"}``, and measured on the multi-step tune tasks (qwen1.5b) the next step
+    took the id for the new issue's number."""
+    if "number" in obj:
+        return obj
+    for key in ("html_url", "url"):
+        if isinstance(v := obj.get(key), str) and (m := _URL_NUMBER.search(v)):
+            return {"number": int(m.group(1)), **obj}
+    return obj
 
 
 def _rows(data: Any) -> tuple[list[Any] | None, dict[str, Any] | None]:

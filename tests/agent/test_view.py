@@ -62,3 +62,19 @@ def test_a_single_object_keeps_its_short_fields() -> None:
     got = json.loads(v.text)
     assert got["full_name"] == "acme/api" and got["stargazers_count"] == 42
     assert "description" not in got
+
+
+def test_a_created_objects_number_is_read_from_its_url() -> None:
+    """GitHub's create answers ``{"id": "26", "url": ".../issues/8"}``: the next step took the id for the new issue's
+    number. The step view puts the URL's number first; an object with a number, or a URL without one, as it is."""
+    from nexus_agent.agent.view import step_view
+
+    created = json.dumps({"id": "26", "url": "https://github.com/acme/web/issues/8"})
+    assert json.loads(step_view(created, "open an issue"))["number"] == 8
+    assert step_view(created, "open an issue").startswith('{"number": 8')
+    pull = json.dumps({"id": "7", "url": "https://github.com/acme/web/pull/12"})
+    assert json.loads(step_view(pull, "open a PR"))["number"] == 12
+    own = json.dumps({"number": 3, "html_url": "https://github.com/acme/web/issues/4"})
+    assert json.loads(step_view(own, "x"))["number"] == 3
+    repo = json.dumps({"id": "1", "url": "https://github.com/acme/web"})
+    assert "number" not in json.loads(step_view(repo, "fork it"))
