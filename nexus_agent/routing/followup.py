@@ -90,6 +90,13 @@ def steps_named(query: str) -> int:
     return changes + sum(1 for c in clauses if _CHECK.search(c) and not _CHANGE.search(c)) if changes else 0
 
 
+def changes_named(query: str) -> int:
+    """How many changes ``query`` names: its clauses with a change verb (as :func:`steps_named`, without checks)."""
+    if not _CHANGE.search(query):
+        return 0
+    return sum(1 for c in _CLAUSE.split(QUOTED.sub(" ", query)) if _CHANGE.search(c))
+
+
 # Words that only make sense against something said before: pronouns and demonstratives, ordinals and relative
 # positions ("the second one", "the ones before"), repetition and reversal ("the same", "again", "undo", "put it
 # back"). "one"/"ones" cover "the critical one". Measured on the dialogues' standalone-style requests as well: a cue

@@ -398,9 +398,16 @@ def test_next_step_routing_asks_only_when_a_change_is_asked_and_never_offers_a_w
     wrote = [*searched, CallSoFar(COMMENT, {"issue_number": 2}, "{}", wrote=True)]
     out = router.next_step("comment 'done' on the acme/api issue about rate limiting", [], wrote)
     assert out.decision == "done" and len(picks.pools) == 1
-    # one more change named: asked, and the write that succeeded is not offered again
+    # one more change named: retrieval's first, a write, is the next change without the decision (measured: after
+    # the issue was made, the decision read it twice and the comment asked for was never made); never the write
+    # that succeeded
+    made = [CallSoFar("github__issue_write", {"method": "create"}, '{"number": 9}', wrote=True)]
+    out = router.next_step("Open an issue 'Retry headers' in acme/api, then mention it in a comment on #2", [], made)
+    assert out.decision == "auto" and out.tool == COMMENT and len(picks.pools) == 1
+    # ... when retrieval's first is a read, the decision is asked, and never offered the write that succeeded
     router.next_step("comment 'done' on the acme/api issue about rate limiting, then close it", [], wrote)
     assert len(picks.pools) == 2 and COMMENT not in picks.pools[-1] and picks.pools[-1]
+    assert tools[picks.pools[-1][0]].read_only_hint is True
     # a failed call is decided on, even for a request that asks for no change
     failed = [CallSoFar(SEARCH, {"query": "x"}, "boom", failed=True)]
     router.next_step("which acme/api issues mention rate limiting?", [], failed)
