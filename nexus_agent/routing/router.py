@@ -676,16 +676,14 @@ class Router:
             pool_tools = [self.tools[c.key] for c in pool]
         if self.reranker is None or not pool:
             return RouteResult(pool, "done", None, 0.0, (time.perf_counter() - t0) * 1e3)
-        if (
-            last.wrote
-            and sum(c.wrote for c in calls) < changes_named(query)
-            and self.tools[pool[0].key].read_only_hint is not True
-        ):
-            # a change made and another one named: retrieval's first, a write, is the next change, without the
+        writes = [c for c in pool if self.tools[c.key].read_only_hint is not True]
+        if last.wrote and writes and sum(c.wrote for c in calls) < changes_named(query):
+            # a change made and another one named: retrieval's first write is the next change, without the
             # decision. Measured on the multi-step tune tasks (qwen1.5b): after "Open an acme/web issue 'Redirect
             # old blog URLs'" ran, the decision read the new issue twice, with add_issue_comment first in the pool,
-            # and the comment "and then mention the new issue's number" asked for was never made
-            return RouteResult(pool, "auto", pool[0].key, 0.0, (time.perf_counter() - t0) * 1e3)
+            # and the comment "and then mention the new issue's number" asked for was never made; after "Close the
+            # … issue … as completed" it searched again, and "let bob-kim know in a comment on it" was not done
+            return RouteResult(pool, "auto", writes[0].key, 0.0, (time.perf_counter() - t0) * 1e3)
         t_decide = time.perf_counter()
         plans: list[Example] = []
         if self.cfg.examples.next_step and len(self.examples):

@@ -22,7 +22,7 @@ from nexus_agent.agent.routing_adapter import AgentRouter
 from nexus_agent.agent.turn import CallResult, RouteOutcome, TurnCancelled, TurnDeps, broadened, run_turn
 from nexus_agent.backend import LocalBackend
 from nexus_agent.engine import Engine, EngineConfig
-from nexus_agent.registry import Tool, load_registry
+from nexus_agent.registry import Tool, load_registry, split_key
 from nexus_agent.routing.followup import CallSoFar, PreviousTurn, asks_for_change, steps_named
 from nexus_agent.routing.options import RouterOptions
 from nexus_agent.routing.router import NEXT_STEP_POOL
@@ -404,10 +404,13 @@ def test_next_step_routing_asks_only_when_a_change_is_asked_and_never_offers_a_w
     made = [CallSoFar("github__issue_write", {"method": "create"}, '{"number": 9}', wrote=True)]
     out = router.next_step("Open an issue 'Retry headers' in acme/api, then mention it in a comment on #2", [], made)
     assert out.decision == "auto" and out.tool == COMMENT and len(picks.pools) == 1
-    # ... when retrieval's first is a read, the decision is asked, and never offered the write that succeeded
-    router.next_step("comment 'done' on the acme/api issue about rate limiting, then close it", [], wrote)
+    # ... the first write of the pool, after reads; never the write that succeeded
+    out = router.next_step("comment 'done' on the acme/api issue about rate limiting, then close it", [], wrote)
+    assert out.decision == "auto" and out.tool is not None and len(picks.pools) == 1
+    assert split_key(out.tool)[0] != COMMENT and tools[split_key(out.tool)[0]].read_only_hint is not True
+    # a check named after the change is no change: asked
+    router.next_step("comment 'done' on the acme/api issue about rate limiting, then show it to me", [], wrote)
     assert len(picks.pools) == 2 and COMMENT not in picks.pools[-1] and picks.pools[-1]
-    assert tools[picks.pools[-1][0]].read_only_hint is True
     # a failed call is decided on, even for a request that asks for no change
     failed = [CallSoFar(SEARCH, {"query": "x"}, "boom", failed=True)]
     router.next_step("which acme/api issues mention rate limiting?", [], failed)
