@@ -16,12 +16,13 @@ EMBEDDER: Final = "minilm-tools"
 RERANKER: Final = "llm-choice"
 """The decision an escalated request goes to (``nexus_agent.routing.rerank.RERANKERS``); ``none``: retrieval top-1."""
 
-MAX_STEPS: Final = 1
-"""Tool calls one request may make (the agent loop, docs/agent-loop.md; ``--max-steps 3`` turns it on). One by
-default, by measurement: on the first 16 multi-step tune tasks the loop (at most 4 steps) reached 0/16 as one call
-did, answers claiming an action that never ran went from 2 to 5, and a single-call request whose call fails paid
-minutes for retries (3 tasks: p50 20 s → 190 s); with qwen1.5b the first tool and its arguments, not the steps after,
-are what fail."""
+MAX_STEPS: Final = 3
+"""Tool calls one request may make (the agent loop, docs/agent-loop.md; ``--max-steps 1``: one call, answered at
+once). Three by measurement: on the whole check split (64 tasks, qwen1.5b, ``bench/examples.py --steps-baseline 1``,
+``bench/results/examples_check64_s9.md``) three steps reached 23/64 against 16/64 at one (multi-step 4/39 against
+1/39, single-call 11/14 both, absent targets with no write tried 5/11 against 4/11, no claim of an unrun change at
+either), for p50 31 s against 18 s. (One step had been the default while the loop, then at 4 steps, reached 0/16 on
+the first 16 tune tasks as one call did.)"""
 
 KV_SCORER: Final = "nexus"
 """The memory manager's scorer under ``--kv-budget`` (``--kv-policy``; ``nexus_agent.kv.policies.POLICIES``)."""
