@@ -229,6 +229,11 @@ class _Step:
         """A tool that may write, and it succeeded."""
         return self.may_write and not self.is_error
 
+    @property
+    def read(self) -> bool:
+        """A read, and it succeeded."""
+        return not self.may_write and not self.is_error
+
 
 @dataclass(frozen=True)
 class _Halt:
@@ -794,7 +799,7 @@ def _overwrites_read(
     "tick it off in …/todo.md" left a one-line list."""
     if not _overwrite_unasked(tool, request):
         return None
-    read = {v for s in steps if not s.may_write and not s.is_error for v in s.arguments.values() if isinstance(v, str)}
+    read = {v for s in steps if s.read for v in s.arguments.values() if isinstance(v, str)}
     named = {k: v for k, v in args.items() if isinstance(v, str) and _NAMES_OBJECT.search(k) and v in read}
     if not named:
         return None
@@ -812,7 +817,7 @@ def _changes_not_made(steps: list[_Step], not_run: list[str]) -> str | None:
     if not (failed or not_run) or any(s.writes for s in steps):
         return None
     why = [_failure(s) for s in failed] + [x.rstrip(".") for x in not_run]
-    return _nothing_changed("; ".join(why) + ".", [s for s in steps if not s.may_write and not s.is_error])
+    return _nothing_changed("; ".join(why) + ".", [s for s in steps if s.read])
 
 
 def _unchanged(request: Request, steps: list[_Step], note: str) -> str | None:
@@ -1010,25 +1015,36 @@ def _call_step(
         )
         emit(RouteEvent(decision="auto", tool=editor, candidates=[Candidate(name=editor, score=1.0)], step=step))
         return _call_step(deps, editor, None, request, history, steps, step, emit, check)
-    if needs_confirmation(annotations) and (slot := _unfilled(args, request)) is not None and slot.startswith("@"):
+    slot = _unfilled(args, request) if needs_confirmation(annotations) else None
+    reads = [s for s in steps if s.read]
+    if slot is not None and slot.startswith("@"):
         # a login's placeholder ("mentioning them by @login") and one login the reads returned where the request
         # looks ("whoever is assigned": assignees): it is that login. Measured on the multi-step tune tasks
         # (qwen1.5b): told so, the rewrite still wrote "@login", with "assignees": ["bob-kim"] in the step's view
-        logins = list(
-            dict.fromkeys(x for s in steps if not s.may_write and not s.is_error for x in named_logins(s.text, request))
-        )
+        logins = list(dict.fromkeys(x for s in reads for x in named_logins(s.text, request)))
         if len(logins) == 1:
             args = _filled(args, slot, f"@{logins[0]}")
-    if needs_confirmation(annotations) and (slot := _unfilled(args, request)) is not None:
+            slot = _unfilled(args, request)
+    if slot is not None:
         # measured on the multi-step tune tasks (qwen1.5b): "write it … as 'September: <amount>'" wrote the text
         # with "<amount>" in it, and "mentioning them by @login" a comment saying "@login". Refused like a number
         # nobody gave, so the next step may read the value first; after a read, written again once, told so
         # (the comment after the search that found the assignee still said "@login")
-        read = any(not s.may_write and not s.is_error for s in steps)
-        if read and given is None and repair is None and placeholder is None:
+        if reads and given is None and repair is None and placeholder is None:
             hint = PLACEHOLDER.format(tool=tool.name, args=json.dumps(args, ensure_ascii=False), slot=slot)
-            again = (request, history, steps, step, emit, check)
-            return _call_step(deps, qualified, operation, *again, purpose=purpose, placeholder=hint)
+            return _call_step(
+                deps,
+                qualified,
+                operation,
+                request,
+                history,
+                steps,
+                step,
+                emit,
+                check,
+                purpose=purpose,
+                placeholder=hint,
+            )
         why = f"{slot} is the request's placeholder for a value not looked up yet"
         return _Halt("arguments", why, tool.name, tool.server, refused=args)
     if needs_confirmation(annotations) and (misplaced := _repository_as_value(args, request)) is not None:

@@ -83,18 +83,20 @@ def steps_named(query: str) -> int:
     A clause counts once: counting every verb, "Create a label called wontfix in acme/docs, colour ffffff" named
     two changes ("create", "label"), and after the label was made the decision went on to ``create_repository``
     (measured on the check split)."""
-    if not _CHANGE.search(query):
+    changes = changes_named(query)
+    if not changes:
         return 0
-    clauses = _CLAUSE.split(QUOTED.sub(" ", query))
-    changes = sum(1 for c in clauses if _CHANGE.search(c))
-    return changes + sum(1 for c in clauses if _CHECK.search(c) and not _CHANGE.search(c)) if changes else 0
+    return changes + sum(1 for c in _clauses(query) if _CHECK.search(c) and not _CHANGE.search(c))
 
 
 def changes_named(query: str) -> int:
     """How many changes ``query`` names: its clauses with a change verb (as :func:`steps_named`, without checks)."""
-    if not _CHANGE.search(query):
-        return 0
-    return sum(1 for c in _CLAUSE.split(QUOTED.sub(" ", query)) if _CHANGE.search(c))
+    return sum(1 for c in _clauses(query) if _CHANGE.search(c))
+
+
+def _clauses(query: str) -> list[str]:
+    """The steps of ``query``, split at :data:`_CLAUSE`, with its quoted values blanked (a value is not a step)."""
+    return _CLAUSE.split(QUOTED.sub(" ", query))
 
 
 # Words that only make sense against something said before: pronouns and demonstratives, ordinals and relative
