@@ -236,6 +236,84 @@ def ungrounded_identifiers(
     }
 
 
+# a parameter that takes a local path (the filesystem's ``path``/``source``/``destination``, git's ``files``)
+_PATH_PARAM = re.compile(r"^(?:path|paths|source|destination|src|dest|files?|file_?path|file_?name)$|_path$")
+# a tool that says it creates: the path it is given may be new, so no one need have named it before
+_CREATES = re.compile(r"\bcreat", re.IGNORECASE)
+
+
+def _local(args: Mapping[str, Any]) -> bool:
+    """Whether a call works on local paths: one of its values is an absolute path (the filesystem's, git's
+    ``repo_path``), which no remote API's arguments hold."""
+    return any(isinstance(v, str) and v.startswith("/") for v in args.values())
+
+
+def _names_file(value: str, text: str) -> bool:
+    """Whether ``text`` names the path ``value``: the whole path, or its last part as a word of its own
+    ("ideas-2026.txt" in "rename it to ideas-2026.txt", "src/calc.py" in a status line); "Q2-report" is not
+    named by "the Q2 report", nor "tax-return.pdf" by "the tax return PDF"."""
+    base = value.rstrip("/").rsplit("/", 1)[-1]
+    if base in ("", ".", "..") or any(ch in base for ch in "*?["):
+        return True  # the folder itself, or a pattern: no one file's name
+    low = text.lower()
+    return value.lower() in low or bool(re.search(rf"(?<![\w.-]){re.escape(base.lower())}(?![\w-]|\.\w)", low))
+
+
+# a folder the request names as where its object is: "the Q2 report from …/reports", "my recipe in …/recipes"
+_CONTAINER = re.compile(r"\b(?:from|in|under|inside|within)\s+(/[^\s'\"`]+)", re.IGNORECASE)
+
+
+# the parameters that name the object a local write acts on, as opposed to where it puts it or which repository
+_OBJECT_PATH = frozenset({"source", "src", "path", "paths", "file", "files", "file_path", "filepath"})
+
+
+def _containers(text: str) -> set[str]:
+    """The folders ``text`` names as where its object is (:data:`_CONTAINER`), without a sentence's end; a path
+    whose last part has an extension names a file ("tick it off in …/todo.md": the object itself)."""
+    paths = {m.rstrip(".,;:!?)").rstrip("/") for m in _CONTAINER.findall(text)}
+    return {p for p in paths if "." not in p.rsplit("/", 1)[-1]}
+
+
+def unnamed_paths(
+    tool: Tool,
+    args: Mapping[str, Any],
+    request: Request | str,
+    history: Sequence[Mapping[str, str]] = (),
+    results: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The local paths a write was given (:data:`_PATH_PARAM`, in a call with an absolute path) that name a file
+    nobody named: not in the request, an earlier message or an output of this turn. Such a path was made up from a
+    description, like a number nobody gave (measured on the multi-step tune tasks, qwen1.5b: "move the Q2 report
+    from …/reports" moved ``…/reports/Q2-report``, and "the untracked usage docs page" staged ``usage_docs.md``;
+    both failed, and the step that could have listed the folder was spent). A tool that says it creates is not
+    checked, as the path it makes is new (``write_file``'s, ``create_directory``'s). Nor is the folder the request
+    finds its object in ("from …/reports") that object, and a move onto its own path moves nothing it was asked to
+    (the source was written as the destination the request names).
+
+    param → value, for the params whose value (or one of whose values) is not named."""
+    if _CREATES.search(tool.description) or not _local(args):
+        return {}
+    own = Request.of(request).text
+    text = "\n".join([own, *(m.get("content", "") for m in history), *results])
+    # the folder the request finds its object in is not that object (measured: "move the Q2 report from …/reports
+    # into it" moved the whole reports folder)
+    around = _containers(own)
+    unnamed: dict[str, Any] = {}
+    for k, v in args.items():
+        if not _PATH_PARAM.search(k):
+            continue
+        values = v if isinstance(v, list) else [v]
+        inside = k in _OBJECT_PATH  # not a destination, nor a repository's own path
+        if any(
+            isinstance(x, str) and (not _names_file(x, text) or (inside and x.rstrip("/") in around)) for x in values
+        ):
+            unnamed[k] = v
+    source, destination = args.get("source"), args.get("destination")
+    if isinstance(source, str) and source and source == destination:
+        unnamed["source"] = source
+    return unnamed
+
+
 MAX_PROBES = 64  # numbers tried as the identifier (a long history's outputs hold hundreds)
 
 

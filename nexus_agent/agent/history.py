@@ -12,6 +12,7 @@ recalled note) so that the engine's memory manager knows what each cell holds.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,6 +115,22 @@ def carries_nothing(text: str) -> bool:
         return not v  # 0, 0.0, False, None, ""
 
     return empty(data) and lists > 0
+
+
+# a plain-text output that says, and only says, that a search found nothing (the filesystem server's search_files:
+# "No matches found")
+_NONE_FOUND = re.compile(
+    r"(?:no (?:\w+ ){0,2}(?:found|matches(?: found)?|results?(?: found)?)|nothing (?:found|matches)|"
+    r"0 (?:matches|results))[.!]?",
+    re.IGNORECASE,
+)
+
+
+def finds_nothing(text: str) -> bool:
+    """Whether a read found nothing: :func:`carries_nothing`, or a one-line plain-text output that says so
+    (:data:`_NONE_FOUND`). What a lookup and the written answer go by; the answer's templates keep
+    :func:`carries_nothing`, which leaves such a line to the answer as data."""
+    return carries_nothing(text) or bool(_NONE_FOUND.fullmatch(text.strip()))
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nexus_agent.agent.grounding import gives_a_required_value, ungrounded_identifiers
+from nexus_agent.agent.grounding import gives_a_required_value, ungrounded_identifiers, unnamed_paths
 from nexus_agent.agent.request import Request
 from nexus_agent.registry import Tool
 
@@ -103,12 +103,20 @@ def decide(
     # are not checked: a wrong read changes nothing, and read-only tools such as sequentialthinking take counters
     # named like identifiers.
     made_up = ungrounded_identifiers(tool, arguments, req, window, results) if may_write else {}
+    # so must a write to a local file: a path nobody named was made up from a description ("the Q2 report")
+    paths = unnamed_paths(tool, arguments, req, window, results) if may_write else {}
     # A question is answered, not acted on, so --yes does not cover a write routed from one. Only a declared write
     # counts, as for the routing penalty: tools that declare nothing (google-maps, slack) answer questions with
     # reads (docs/measurements.md#questions-and-writes).
     question_to_writer = tool.declares_write and req.question
-    if question_to_writer and (made_up or not gives_a_required_value(tool, arguments, req, window)):
+    if question_to_writer and (made_up or paths or not gives_a_required_value(tool, arguments, req, window)):
         return Skip(SKIP_QUESTION)
+    if paths:
+        return Refuse(
+            f"{tool.name} needs {', '.join(paths)}, and no such file is named in the request or was found by a "
+            f"lookup (the model wrote {json.dumps(paths, ensure_ascii=False)}), so it was not run; say which one "
+            "you mean"
+        )
     if made_up:
         return Refuse(
             f"{tool.name} needs {', '.join(made_up)}, which the conversation does not give "

@@ -32,6 +32,9 @@ _TAGS = frozenset(
         "thead", "tbody", "code", "pre", "strong", "img",
     }
 )  # fmt: skip
+# the value a request dictates after a colon that ends it: "…: Looks good once the toggle lands." (a colon followed
+# by a space, so no URL or time; the clause holds no further colon), when what comes before asks for the change
+_DICTATED = re.compile(r"(?<=\w):\s+[^:]+$")
 _QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’")
 # a request for the whole output rather than the fields it names (the answer view)
 _DETAIL = re.compile(
@@ -116,10 +119,16 @@ class Request:
     def describing(self) -> frozenset[str]:
         """The words that describe the object the request is about: its words of 3 letters or more, less filler,
         the words any object is named with (``GENERIC``), the words that ask for the change (``CHANGE_WORDS``) or
-        say that something is wrong (``PROBLEM_WORDS``) and the words of the repositories it names (every row of a
-        repository's search has them)."""
+        say that something is wrong (``PROBLEM_WORDS``), the words of the repositories it names (every row of a
+        repository's search has them) and those of a value it dictates after a colon at its end (:data:`_DICTATED`)."""
         scope = {w for ref in self.repos for w in words(ref)}
-        kept = {w for w in self.words if len(w) > 2 and not _asks_for_change(w)}
+        # a value the request dictates after a colon at its end is what to write, not what the object is ("Leave a
+        # comment on the acme/api rate limiting PR: needs a changelog entry" searched for "changelog entry")
+        own = self.words
+        if (m := _DICTATED.search(self.text)) is not None and asks_for_change(self.text[: m.start()]):
+            # only after the change is asked for: "…#49 sub-issues: move the daylight saving one" is the request
+            own = frozenset(words(self.text[: m.start()]))
+        kept = {w for w in own if len(w) > 2 and not _asks_for_change(w)}
         return frozenset(kept - _NOT_DESCRIBING - scope)
 
     def __str__(self) -> str:

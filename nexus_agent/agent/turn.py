@@ -47,7 +47,15 @@ from nexus_agent.agent.events import (
     ToolSkippedEvent,
 )
 from nexus_agent.agent.grounding import identifier_given
-from nexus_agent.agent.history import Call, Conversation, Turn, carries_nothing, kept_output, surrogate
+from nexus_agent.agent.history import (
+    Call,
+    Conversation,
+    Turn,
+    carries_nothing,
+    finds_nothing,
+    kept_output,
+    surrogate,
+)
 from nexus_agent.agent.policy import Ask, Refuse, Skip, decide
 from nexus_agent.agent.policy import needs_confirmation as needs_confirmation  # re-exported: tests import it here
 from nexus_agent.agent.prompts import (
@@ -452,6 +460,25 @@ def _loop(
             _emit_route(emit, nxt, step)
             qualified, operation, at = nxt.tool, nxt.operation, got.where
             continue
+        if (
+            isinstance(got, _Halt)
+            and got.refused is not None
+            and len(steps) < deps.max_steps
+            and not any(c.tool == qualified and not c.ran for c in tried)
+        ):
+            # A later write whose object nobody named is looked up as a first one is, once (measured on the tune
+            # split: "Create a folder …/2026-q2 and move the Q2 report from …/reports into it" made the folder, then
+            # the move named a file nobody had named, and the turn ended with the report still to be listed)
+            refused = CallSoFar(qualified, got.refused, f"not run: {got.message}", failed=True, ran=False)
+            nxt = _next(deps, request, window, [*tried, refused])
+            if nxt is not None and nxt.tool is not None:
+                tried.append(refused)
+                not_run.append(f"{got.name or qualified} was not run: {got.message}")
+                emit(ToolSkippedEvent(name=got.name, server=got.server, reason=got.message, step=step))
+                step += 1
+                _emit_route(emit, nxt, step)
+                qualified, operation, at = nxt.tool, nxt.operation, got.where
+                continue
         if isinstance(got, _Halt):
             if got.stage != "skip":  # the policy's Skip was reported by _call_step
                 emit(ToolSkippedEvent(name=got.name or qualified, server=got.server, reason=got.message, step=step))
@@ -467,7 +494,7 @@ def _loop(
             again = _call_step(deps, qualified, operation, request, history, steps, step, emit, check, repair=got)
             if isinstance(again, _Step):
                 got = again
-        if not got.may_write and not got.is_error and carries_nothing(got.text):
+        if not got.may_write and not got.is_error and finds_nothing(got.text):
             # a search that found nothing searches once more by its terms' stems, in the same step
             wider = broadened(got.tool, got.arguments)
             if wider is not None:
@@ -483,7 +510,7 @@ def _loop(
                 step_view(got.text, request, CALL_CHARS),
                 got.is_error,
                 got.writes,
-                empty=carries_nothing(got.text),
+                empty=finds_nothing(got.text),
             )
         )
         _record(turn, got)
@@ -550,8 +577,21 @@ def broadened(tool: Tool, args: Mapping[str, Any]) -> dict[str, Any] | None:
     """A search's arguments once more, its text ``query`` in stems (:func:`_stem`), after it found nothing; None
     when no term changes. Measured on the multi-step tune tasks: "the rate limiting pull request" searched
     ``search_pull_requests`` for "rate limiting", which a title "Add token bucket rate limiter" does not contain,
-    and the merge it was for was never made."""
-    prop = (tool.input_schema.get("properties") or {}).get("query") or {}
+    and the merge it was for was never made.
+
+    A name ``pattern`` without a wildcard (the filesystem's search_files: a glob) is searched as a part of a name
+    at any depth: "README" matches no "README.md" as a glob (measured on the tune split: the README was never
+    found, and the fix it was for never made)."""
+    props = tool.input_schema.get("properties") or {}
+    pattern = args.get("pattern")
+    if (
+        (props.get("pattern") or {}).get("type") == "string"
+        and isinstance(pattern, str)
+        and pattern.strip()
+        and not any(ch in pattern for ch in "*?[")
+    ):
+        return {**args, "pattern": f"**/*{pattern.strip()}*"}
+    prop = props.get("query") or {}
     query = args.get("query")
     if prop.get("type") != "string" or not isinstance(query, str):
         return None
@@ -638,10 +678,12 @@ def _look_up_first(
     ):
         # measured on the multi-step tune tasks (qwen1.5b): "Fix the typo in …/shopping-list.txt: 'bred' should be
         # 'bread'" was written at once with write_file, and the list became the one word "bread". Read first, a file
-        # that exists is then changed in place (in_place); one that does not is written
+        # that exists is then changed in place (in_place); one that does not is written, unless the request asks
+        # to amend what is there (measured on the tune split: read missing, "fix the typo" wrote a new one-word
+        # file)
         why = "it waited for a read of what it acts on, as it would replace a file whole"
         note = READ_FIRST.format(tool=tool.name)
-        creates = True
+        creates = not _AMENDS.search(request.text)
     else:
         return None
     shown = {tool.operation_param: operation} if tool.operation_param and operation else {}
@@ -652,6 +694,12 @@ def _look_up_first(
     emit(ToolSkippedEvent(name=tool.name, server=tool.server, reason=why, step=step))
     _emit_route(emit, nxt, step)
     return _Waiting(waiting, f"{tool.name} was not run: {why}", nxt, note, creates)
+
+
+# a request to amend what a file already holds: a missing file is then not written anew
+_AMENDS = re.compile(
+    r"\b(?:fix|correct|change|edit|replace|update|tick|double|halve|remove|delete|swap|rename)\b", re.IGNORECASE
+)
 
 
 def _replaces_whole(deps: TurnDeps, qualified: str, tool: Tool, request: Request) -> bool:
@@ -817,7 +865,8 @@ def _changes_not_made(steps: list[_Step], not_run: list[str]) -> str | None:
     if not (failed or not_run) or any(s.writes for s in steps):
         return None
     why = [_failure(s) for s in failed] + [x.rstrip(".") for x in not_run]
-    return _nothing_changed("; ".join(why) + ".", [s for s in steps if s.read])
+    # a read that failed is reported too: "no such file" is what the user of "fix the typo in X" must learn
+    return _nothing_changed("; ".join(why) + ".", [s for s in steps if not s.may_write])
 
 
 def _unchanged(request: Request, steps: list[_Step], note: str) -> str | None:
@@ -845,7 +894,7 @@ def _failure(s: _Step) -> str:
 def _found(s: _Step) -> str:
     """One read of a written answer: what it found, the tool's output quoted as data (in backticks), or that it
     found nothing, said in words ("the dark mode PR" a search did not find is what the user must learn)."""
-    if carries_nothing(s.text):
+    if finds_nothing(s.text):
         args = json.dumps(s.arguments, ensure_ascii=False)
         return f"{s.tool.name} found nothing matching {args}"
     data = surrogate(s.text).replace("`", "'")

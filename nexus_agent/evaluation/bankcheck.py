@@ -353,8 +353,12 @@ def output_text(result: ToolResult) -> str:
 
 def appears(value: Any, text: str) -> bool:
     """Whether ``value`` (taken from an earlier result) is in ``text``: a scalar of its JSON equal to the value,
-    or a string of it containing the value; in plain text, the value as a whole word."""
+    or a string of it containing the value; in plain text, the value as a whole word. A path is also in a listing
+    that names its last part (``list_directory``'s "[FILE] harbour.svg" gives ``…/photos/harbour.svg``), as the
+    runtime's grounding reads it (``agent.grounding.unnamed_paths``)."""
     want = str(value)
+    if isinstance(value, str) and "/" in value.rstrip("/") and appears(value.rstrip("/").rsplit("/", 1)[-1], text):
+        return True
     try:
         data = json.loads(text)
     except ValueError:

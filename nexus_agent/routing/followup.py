@@ -57,7 +57,8 @@ _CHANGE = re.compile(
     r"\b(?:close|reopen|assign|unassign|comment|label|tag|create|add|update|change|edit|rename|move|delete|remove|"
     r"merge|squash|write|fix|replace|commit|stage|unstage|check\s+out|checkout|switch|bump|mark|ping|make|put|set|"
     r"give|start|leave|tick|approve|post|send|reply|star|unstar|fork|push|upload|archive|notify|submit|cancel|lock|"
-    r"unlock|reset|revert|restore|append|insert|copy|open\s+(?:an?|the|new)|let\s+\w+\s+know)\b",
+    r"unlock|reset|revert|restore|append|insert|copy|double|halve|triple|increase|decrease|reduce|"
+    r"open\s+(?:an?|the|new)|let\s+\w+\s+know)\b",
     re.IGNORECASE,
 )
 

@@ -69,3 +69,17 @@ def test_a_word_that_only_says_something_is_wrong_describes_no_object() -> None:
     assert described_row(rows, "Can you assign the pagination bug in acme/api to bob-kim?") == rows[0]
     rows = [{"title": "Server crashes when the request body is empty JSON"}]
     assert described_row(rows, "mark the issue about the server crashing on empty JSON as priority:high") == rows[0]
+
+
+def test_a_value_dictated_after_a_colon_does_not_describe_the_object() -> None:
+    from nexus_agent.agent.request import Request
+
+    asked = Request.parse("Leave a comment on the acme/api rate limiting PR: needs a changelog entry.")
+    assert {"rate", "limiting"} <= asked.describing and not {"changelog", "entry"} & asked.describing
+    rows = [{"title": "Add a changelog entry"}, {"title": "Token bucket rate limiting"}]
+    assert described_row(rows, asked) == rows[1]
+    # a colon inside a URL or a time dictates nothing
+    assert "login" in Request.parse("the issue at https://example.org/x about the login").describing
+    # a colon after a heading, before the change is asked for, dictates nothing: the request follows it
+    terse = Request.parse("acme/api#49 sub-issues: move the daylight saving one to the bottom")
+    assert {"daylight", "saving"} <= terse.describing

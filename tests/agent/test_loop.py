@@ -1107,13 +1107,22 @@ class _ReadsFirstInPlace(_ReadsFirst, _InPlace):
     """Plans a read before the write that overwrites, and names the edit that changes part of a file."""
 
 
-@pytest.mark.parametrize("exists", [True, False])
+@pytest.mark.parametrize(
+    ("ask", "exists"),
+    [
+        ("Fix the typo in {path}: 'bred' should be 'bread'.", True),
+        ("Fix the typo in {path}: 'bred' should be 'bread'.", False),
+        ("Write 'bread' into {path}, not a word more.", False),
+    ],
+)
 def test_a_quoted_write_that_would_replace_a_file_whole_reads_it_first(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch, exists: bool
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, ask: str, exists: bool
 ) -> None:
     """ "Fix the typo in …: 'bred' should be 'bread'" was written at once with write_file, and the list became the
-    word "bread": the write now reads the file first; over a file that exists the edit runs, a missing one is
-    written (the request names it: a read that found it missing is no reason not to create it)."""
+    word "bread": the write now reads the file first; over a file that exists the edit runs. A missing one is
+    written when the request asks for it to be written (a read that found it missing is no reason not to create
+    it), not when it asks to amend what is there (the tune split's "fix the typo" in a file that does not exist:
+    a new one-word file was written)."""
     path = "/home/ana/notes/shopping-list.txt"
     args = {
         READ_FILE.name: {"path": path},
@@ -1136,11 +1145,14 @@ def test_a_quoted_write_that_would_replace_a_file_whole_reads_it_first(
 
     deps = replace(deps, tools=lambda: local, call_tool=call)
     events: list[Event] = []
-    run_turn(deps, Conversation(), f"Fix the typo in {path}: 'bred' should be 'bread'.", events.append)
-    ran = EDIT_FILE if exists else WRITE_FILE
-    assert [c[0] for c in calls] == [READ_FILE.qualified_name, ran.qualified_name]
+    run_turn(deps, Conversation(), ask.format(path=path), events.append)
+    amends = ask.startswith("Fix")
+    ran = [EDIT_FILE] if exists else [] if amends else [WRITE_FILE]
+    assert [c[0] for c in calls] == [READ_FILE.qualified_name, *(t.qualified_name for t in ran)]
     first = next(e for e in events if e.type == "tool_skipped")
     assert "as it would replace a file whole" in first.reason  # type: ignore[union-attr]
+    if not ran:
+        assert events[-1].text.startswith("Nothing was changed") and "no such file" in events[-1].text  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("request_", ["Assign acme/api issue 11 to me.", "Assign acme/api issue 11 to bob-kim."])

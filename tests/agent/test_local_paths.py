@@ -1,0 +1,124 @@
+"""A write to a local file acts on a path someone named (issue 54, §2.8): a path made up from a description ("the Q2
+report" → ``…/reports/Q2-report``) is refused like a number nobody gave, so the loop lists the folder first; a
+one-line "No matches found" is a lookup that found nothing."""
+
+from __future__ import annotations
+
+from nexus_agent.agent.grounding import unnamed_paths
+from nexus_agent.agent.history import carries_nothing, finds_nothing
+from nexus_agent.agent.policy import Refuse, Run, decide
+from nexus_agent.registry import Tool
+
+
+def _tool(server: str, name: str, description: str, **props: str) -> Tool:
+    """A tool whose every parameter (name → JSON type) is required."""
+    properties = {
+        k: {"type": t} if t != "array" else {"type": t, "items": {"type": "string"}} for k, t in props.items()
+    }
+    return Tool(server, name, description, {"type": "object", "properties": properties, "required": list(props)})
+
+
+MOVE = _tool("filesystem", "move_file", "Move or rename files and directories.", source="string", destination="string")
+WRITE = _tool(
+    "filesystem",
+    "write_file",
+    "Create a new file or completely overwrite an existing file.",
+    path="string",
+    content="string",
+)
+GIT_ADD = _tool("git", "git_add", "Adds file contents to the staging area", repo_path="string", files="array")
+COMMENT = _tool(
+    "github",
+    "create_or_update_file",
+    "Create or update a single file in a GitHub repository",
+    owner="string",
+    path="string",
+)
+LISTING = "[DIR] old\n[FILE] q2-2026.csv\n[FILE] q3-2026.csv"
+
+
+def test_a_path_made_up_from_a_description_is_not_named() -> None:
+    request = "move the Q2 report from /home/u/reports into /home/u/archive"
+    made_up = {"source": "/home/u/reports/Q2-report", "destination": "/home/u/archive/Q2-report"}
+    assert set(unnamed_paths(MOVE, made_up, request)) == {"source", "destination"}
+    # once a listing of the folder returned it, the file is named
+    listed = {"source": "/home/u/reports/q2-2026.csv", "destination": "/home/u/archive/q2-2026.csv"}
+    assert unnamed_paths(MOVE, listed, request, (), [LISTING]) == {}
+    assert unnamed_paths(MOVE, listed, request) != {}
+
+
+def test_a_path_the_request_spells_is_named() -> None:
+    request = "Rename /home/u/notes/ideas.txt to ideas-2026.txt in the same folder."
+    args = {"source": "/home/u/notes/ideas.txt", "destination": "/home/u/notes/ideas-2026.txt"}
+    assert unnamed_paths(MOVE, args, request) == {}
+    # the rename's target written as its source too: a move onto itself moves nothing it was asked to
+    same = {"source": "/home/u/notes/ideas-2026.txt", "destination": "/home/u/notes/ideas-2026.txt"}
+    assert unnamed_paths(MOVE, same, request) == {"source": "/home/u/notes/ideas-2026.txt"}
+
+
+def test_a_file_named_in_words_is_not_its_file_name() -> None:
+    # "tax return PDF" names no tax-return.pdf; "usage docs page" no usage_docs.md
+    args = {"source": "/h/drafts/tax-return.pdf", "destination": "/h/archive/tax-return.pdf"}
+    assert unnamed_paths(MOVE, args, "Move the tax return PDF in /h/drafts to /h/archive.")
+    staged = {"repo_path": "/h/repo", "files": ["usage_docs.md"]}
+    assert unnamed_paths(GIT_ADD, staged, "stage the untracked usage docs page in /h/repo") == {
+        "files": ["usage_docs.md"]
+    }
+    # a status line that lists it names it
+    status = "Untracked files:\n\tdocs/usage.md\n"
+    assert (
+        unnamed_paths(
+            GIT_ADD, {"repo_path": "/h/repo", "files": ["docs/usage.md"]}, "stage it in /h/repo", (), [status]
+        )
+        == {}
+    )
+
+
+def test_tools_that_create_and_remote_tools_are_not_checked() -> None:
+    # a new file's path is new: write_file says it creates
+    assert unnamed_paths(WRITE, {"path": "/h/notes/new.txt", "content": "x"}, "save a note in /h/notes") == {}
+    # no absolute path: a remote API's path (a repository's README.md) is not a local file
+    assert unnamed_paths(COMMENT, {"owner": "acme", "path": "README.md"}, "add a section to the README") == {}
+
+
+def test_the_policy_refuses_a_made_up_path_before_it_runs() -> None:
+    request = "move the Q2 report from /home/u/reports into /home/u/archive"
+    made_up = {"source": "/home/u/reports/Q2-report", "destination": "/home/u/archive/Q2-report"}
+    decision = decide(MOVE, {"readOnlyHint": False}, made_up, request, [], auto_yes=True)
+    assert isinstance(decision, Refuse) and "source" in decision.reason
+    listed = {"source": "/home/u/reports/q2-2026.csv", "destination": "/home/u/archive/q2-2026.csv"}
+    assert isinstance(decide(MOVE, {"readOnlyHint": False}, listed, request, [], True, [LISTING]), Run)
+
+
+def test_a_one_line_no_matches_is_a_lookup_that_found_nothing() -> None:
+    for text in ("No matches found", "no results", "Nothing found.", "No issues found"):
+        assert finds_nothing(text), text
+        assert not carries_nothing(text), text  # the answer's templates still read it as data
+    for text in ("No matches found in a.txt\n[FILE] b.txt", "found 2 files", "[FILE] a.txt"):
+        assert not finds_nothing(text), text
+
+
+def test_the_folder_the_request_finds_its_object_in_is_not_the_object() -> None:
+    request = "Create a folder /h/archive/2026-q2 and move the Q2 report from /h/reports into it."
+    whole = {"source": "/h/reports", "destination": "/h/archive/2026-q2/reports"}
+    assert unnamed_paths(MOVE, whole, request) == {"source": "/h/reports"}
+    # a folder the request asks to move is moved
+    folder = {"source": "/h/trips/lisbon", "destination": "/h/notes/lisbon"}
+    assert unnamed_paths(MOVE, folder, "move the whole /h/trips/lisbon folder to /h/notes/lisbon") == {}
+    # a file the request names with "in" is the object itself
+    edit = _tool("fs", "edit_file", "Make line-based edits to a text file.", path="string")
+    assert unnamed_paths(edit, {"path": "/h/notes/todo.md"}, "tick it off in /h/notes/todo.md") == {}
+
+
+def test_a_name_pattern_that_found_nothing_is_searched_as_part_of_a_name() -> None:
+    from nexus_agent.agent.turn import broadened
+
+    search = _tool(
+        "filesystem",
+        "search_files",
+        "Recursively search for files matching a glob pattern.",
+        path="string",
+        pattern="string",
+    )
+    assert broadened(search, {"path": "/h", "pattern": "README"}) == {"path": "/h", "pattern": "**/*README*"}
+    assert broadened(search, {"path": "/h", "pattern": "**/packing*"}) is None  # a glob already: searched as asked
