@@ -113,8 +113,9 @@ def decide(
         return Skip(SKIP_QUESTION)
     if paths:
         return Refuse(
+            # the refusal's "not run" stands right before "wrote", so the claim check reads no change in it
             f"{tool.name} needs {', '.join(paths)}, and no such file is named in the request or was found by a "
-            f"lookup (the model wrote {json.dumps(paths, ensure_ascii=False)}), so it was not run; say which one "
+            f"lookup, so it was not run (the model wrote {json.dumps(paths, ensure_ascii=False)}); say which one "
             "you mean"
         )
     if made_up:

@@ -4,6 +4,7 @@ one-line "No matches found" is a lookup that found nothing."""
 
 from __future__ import annotations
 
+from nexus_agent.agent.claims import claims_change
 from nexus_agent.agent.grounding import unnamed_paths
 from nexus_agent.agent.history import carries_nothing, finds_nothing
 from nexus_agent.agent.policy import Refuse, Run, decide
@@ -86,6 +87,9 @@ def test_the_policy_refuses_a_made_up_path_before_it_runs() -> None:
     made_up = {"source": "/home/u/reports/Q2-report", "destination": "/home/u/archive/Q2-report"}
     decision = decide(MOVE, {"readOnlyHint": False}, made_up, request, [], auto_yes=True)
     assert isinstance(decision, Refuse) and "source" in decision.reason
+    # the written answer quotes the refusal: its "(the model wrote …)" is no claim of a change (the check run of
+    # this session counted two until it was worded so)
+    assert not claims_change(f"Nothing was changed: move_file was not run: {decision.reason}.")
     listed = {"source": "/home/u/reports/q2-2026.csv", "destination": "/home/u/archive/q2-2026.csv"}
     assert isinstance(decide(MOVE, {"readOnlyHint": False}, listed, request, [], True, [LISTING]), Run)
 
