@@ -238,6 +238,8 @@ def ungrounded_identifiers(
 
 # a parameter that takes a local path (the filesystem's ``path``/``source``/``destination``, git's ``files``)
 _PATH_PARAM = re.compile(r"^(?:path|paths|source|destination|src|dest|files?|file_?path|file_?name)$|_path$")
+# of those, the ones that name the object a local write acts on, not where it puts it or which repository
+_OBJECT_PATH = frozenset({"source", "src", "path", "paths", "file", "files", "file_path", "filepath"})
 # a tool that says it creates: the path it is given may be new, so no one need have named it before
 _CREATES = re.compile(r"\bcreat", re.IGNORECASE)
 
@@ -261,10 +263,6 @@ def _names_file(value: str, text: str) -> bool:
 
 # a folder the request names as where its object is: "the Q2 report from …/reports", "my recipe in …/recipes"
 _CONTAINER = re.compile(r"\b(?:from|in|under|inside|within)\s+(/[^\s'\"`]+)", re.IGNORECASE)
-
-
-# the parameters that name the object a local write acts on, as opposed to where it puts it or which repository
-_OBJECT_PATH = frozenset({"source", "src", "path", "paths", "file", "files", "file_path", "filepath"})
 
 
 def _containers(text: str) -> set[str]:

@@ -441,34 +441,25 @@ def _loop(
         purpose = waiting.note if waiting is not None and len(steps) == before else None
         got = _call_step(deps, qualified, operation, request, history, steps, step, emit, check, purpose=purpose, at=at)
         at = None
-        if isinstance(got, _Halt) and step == before + 1:
+        at_first = step == before + 1  # the routed tool's own step
+        if isinstance(got, _Halt) and at_first:
             if got.stage == "skip":
                 return (*_without_tool(deps, request, window, history), None)
             if got.refused is None or deps.max_steps == 1:
                 emit(ErrorEvent(stage=got.stage, message=got.message))
                 return None
-            # A write whose object nobody named ("close the issue about X"): the next step may look it up first.
-            # If the decision says done, the turn ends with the refusal, as with one step.
-            tried.append(CallSoFar(qualified, got.refused, f"not run: {got.message}", failed=True, ran=False))
-            not_run.append(f"{got.name or qualified} was not run: {got.message}")
-            nxt = _next(deps, request, window, tried)
-            if nxt is None or nxt.tool is None:
-                emit(ErrorEvent(stage=got.stage, message=got.message))
-                return None
-            emit(ToolSkippedEvent(name=got.name, server=got.server, reason=got.message, step=step))
-            step += 1
-            _emit_route(emit, nxt, step)
-            qualified, operation, at = nxt.tool, nxt.operation, got.where
-            continue
         if (
             isinstance(got, _Halt)
             and got.refused is not None
-            and len(steps) < deps.max_steps
-            and not any(c.tool == qualified and not c.ran for c in tried)
+            and (
+                at_first or (len(steps) < deps.max_steps and not any(c.tool == qualified and not c.ran for c in tried))
+            )
         ):
-            # A later write whose object nobody named is looked up as a first one is, once (measured on the tune
-            # split: "Create a folder …/2026-q2 and move the Q2 report from …/reports into it" made the folder, then
-            # the move named a file nobody had named, and the turn ended with the report still to be listed)
+            # A write whose object nobody named ("close the issue about X"): the next step may look it up first. If
+            # the decision says done, a first write's turn ends with the refusal, as with one step. A later one is
+            # looked up so once (measured on the tune split: "Create a folder …/2026-q2 and move the Q2 report from
+            # …/reports into it" made the folder, then the move named a file nobody had named, and the turn ended
+            # with the report still to be listed); without a lookup it is held as any later halt is.
             refused = CallSoFar(qualified, got.refused, f"not run: {got.message}", failed=True, ran=False)
             nxt = _next(deps, request, window, [*tried, refused])
             if nxt is not None and nxt.tool is not None:
@@ -479,6 +470,9 @@ def _loop(
                 _emit_route(emit, nxt, step)
                 qualified, operation, at = nxt.tool, nxt.operation, got.where
                 continue
+            if at_first:
+                emit(ErrorEvent(stage=got.stage, message=got.message))
+                return None
         if isinstance(got, _Halt):
             if got.stage != "skip":  # the policy's Skip was reported by _call_step
                 emit(ToolSkippedEvent(name=got.name or qualified, server=got.server, reason=got.message, step=step))
