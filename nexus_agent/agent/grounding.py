@@ -272,6 +272,99 @@ def _containers(text: str) -> set[str]:
     return {p for p in paths if "." not in p.rsplit("/", 1)[-1]}
 
 
+# a file the request describes rather than names: "the modified test files", "my risotto recipe", "the harbour
+# picture"; group 1 holds the words before the noun
+_DESCRIBED_FILE = re.compile(
+    r"\b(?:the|my|our|his|her|their|every|all|each|any)\s+((?:[\w-]+\s+){1,3}?)(?:files?|pages?|reports?|"
+    r"recipes?|pictures?|photos?|images?|spreadsheets?|documents?|scripts?|sheets?)\b",
+    re.IGNORECASE,
+)
+# words that say which state a file is in, or how many, not which file it is
+_STATE_WORDS = frozenset(
+    {
+        "modified", "untracked", "staged", "unstaged", "new", "changed", "deleted", "uncommitted", "committed",
+        "other", "same", "whole", "only", "last", "latest", "first", "old", "remaining", "rest", "of", "the",
+        "my", "two", "three", "both", "these", "those", "this", "that",
+    }
+)  # fmt: skip
+
+
+def _file_description(text: str) -> set[str]:
+    """The words ``text`` describes a file it does not name with (:data:`_DESCRIBED_FILE`), less the words of its
+    state (:data:`_STATE_WORDS`): "stage the modified test files" → {"test"}; "commit the modified file" → {}."""
+    return {w for m in _DESCRIBED_FILE.finditer(text) for w in words(m.group(1)) if w not in _STATE_WORDS}
+
+
+def _file_state(text: str) -> set[str]:
+    """The git states ``text`` describes a file it does not name by: "every untracked file" → {"untracked"}."""
+    return {w for m in _DESCRIBED_FILE.finditer(text) for w in words(m.group(1)) if w in _STATES}
+
+
+# git status's sections, and the states a request describes files by that each holds
+_STATUS_SECTIONS = (
+    ("changes to be committed", {"staged", "modified", "changed", "new", "deleted"}),
+    ("changes not staged for commit", {"modified", "changed", "unstaged", "deleted"}),
+    ("untracked files", {"untracked", "new"}),
+)
+_STATES = frozenset({"staged", "modified", "changed", "unstaged", "deleted", "untracked", "new"})
+
+
+def status_states(text: str) -> dict[str, set[str]]:
+    """The files a ``git status`` output lists, each with the states a request may describe it by (``_STATES``):
+    "src/calc.py" under "Changes not staged for commit" is modified; "docs/" under "Untracked files" untracked.
+    Empty when ``text`` is no status output."""
+    states: dict[str, set[str]] = {}
+    section: set[str] | None = None
+    for line in text.splitlines():
+        head = line.strip().rstrip(":").lower()
+        if (found := next((st for name, st in _STATUS_SECTIONS if head == name), None)) is not None:
+            section = found
+        elif section is not None and line.startswith("\t"):
+            entry = line.strip().split(":", 1)[-1].strip() if ":" in line else line.strip()
+            states.setdefault(entry.split(" -> ")[-1], set()).update(section)
+        elif line.strip() and not line.startswith(" "):
+            section = None
+    return states
+
+
+def _in_state(path: str, state: set[str], results: Sequence[str]) -> bool | None:
+    """Whether a status output of ``results`` lists ``path`` (or a folder it is in) in one of ``state``'s
+    sections; None when no output lists it at all (nothing to tell)."""
+    listed = False
+    for text in results:
+        for entry, states in status_states(text).items():
+            if path == entry or (entry.endswith("/") and path.startswith(entry)):
+                listed = True
+                if states & state:
+                    return True
+    return False if listed else None
+
+
+def described_files(request: Request | str, results: Sequence[str]) -> list[str]:
+    """The files a ``git status`` output of ``results`` lists in the state the request describes its files by, and
+    with its words for them (:func:`_file_state`, :func:`_file_description`), in the output's order: "Stage every
+    untracked file …" → ["docs/", "notes.txt"]. Empty when the request describes no state or no output lists one."""
+    own = Request.of(request).text
+    state, described = _file_state(own), _file_description(own)
+    if not state:
+        return []
+    found = [
+        entry
+        for text in results
+        for entry, states in status_states(text).items()
+        if states & state and (not described or mentioned(described, words(entry)))
+    ]
+    return list(dict.fromkeys(found))
+
+
+def _folder(text: str, path: str) -> str:
+    """The longest path ``text`` writes that ``path`` is inside ("" when none): the part of ``path`` the request
+    gave, whose words describe nothing the lookup found."""
+    given = [p.rstrip(".,;:!?)") for p in re.findall(r"/[^\s'\"`]+", text)]
+    inside = [p for p in given if path.startswith(p.rstrip("/") + "/")]
+    return max(inside, key=len, default="")
+
+
 def unnamed_paths(
     tool: Tool,
     args: Mapping[str, Any],
@@ -305,6 +398,21 @@ def unnamed_paths(
         if any(
             isinstance(x, str) and (not _names_file(x, text) or (inside and x.rstrip("/") in around)) for x in values
         ):
+            unnamed[k] = v
+    # a file found by a lookup must be the one the request describes: measured on the tune tasks, "stage the
+    # modified test files" (there are none) staged the one modified file, src/calc.py; and in the state it
+    # describes it by: "Stage every untracked file …, but not the modified one" staged the modified one
+    described, state = _file_description(own), _file_state(own)
+    # named by the user, not by a lookup's output (which the loop's note for this step carries too)
+    named_before = "\n".join([own, *(m.get("content", "") for m in history if m.get("role") == "user")])
+    for k, v in args.items():
+        if k not in _OBJECT_PATH or k in unnamed or not (described or state):
+            continue
+        values = [x for x in (v if isinstance(v, list) else [v]) if isinstance(x, str)]
+        found = [x for x in values if not _names_file(x, named_before)]
+        if any(described and not mentioned(described, words(x.replace(_folder(own, x), ""))) for x in found):
+            unnamed[k] = v
+        elif state and any(_in_state(x, state, results) is False for x in found):
             unnamed[k] = v
     source, destination = args.get("source"), args.get("destination")
     if isinstance(source, str) and source and source == destination:

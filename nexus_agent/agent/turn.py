@@ -46,7 +46,7 @@ from nexus_agent.agent.events import (
     ToolResultEvent,
     ToolSkippedEvent,
 )
-from nexus_agent.agent.grounding import identifier_given
+from nexus_agent.agent.grounding import described_files, identifier_given
 from nexus_agent.agent.history import (
     Call,
     Conversation,
@@ -535,6 +535,8 @@ def _loop(
         not_run.remove(waiting.unrun)
     if (failed := _changes_not_made(steps, not_run)) is not None:
         return failed
+    if (partly := _partly_done(steps, not_run)) is not None:
+        return partly
     return _answer_prompt(deps, request, history, steps, note), deps.lane, _unchanged(request, steps, note)
 
 
@@ -745,6 +747,16 @@ def without_named_optional(tool: Tool, args: Mapping[str, Any], error: str) -> d
 
 # an error that says the object does not exist
 _NOT_FOUND = re.compile(r"\b404\b|not found|does not exist|no such (?:file|directory)|ENOENT", re.IGNORECASE)
+# git's words for an object that is not there: a path ("pathspec 'x' did not match any files"), a ref ("Ref 'x' did
+# not resolve to an object", "malformed object name x", "unknown revision", "invalid reference: x")
+_GIT_MISSING = re.compile(
+    r"did not match any files?|did not resolve to an object|malformed object name|unknown revision|"
+    r"invalid reference|not a valid (?:object|ref|branch)",
+    re.IGNORECASE,
+)
+# what a command-line tool's error wrapper puts before the line that says what went wrong (the git server's
+# "Cmd('git') failed due to: exit code(128)\n  cmdline: …\n  stderr: 'fatal: …'")
+_STDERR = re.compile(r"^\s*stderr:\s*['\"]?(.*?)['\"]?\s*$", re.MULTILINE)
 # arguments that name the object a call is about
 _NAMES_OBJECT = re.compile(r"(?:^|_)(?:number|id|path|source|file|filename|branch|ref|name)$|[a-z0-9](?:Number|Id|ID)$")
 
@@ -787,9 +799,40 @@ def _repository_as_value(args: Mapping[str, Any], request: Request) -> tuple[str
     return None
 
 
-def _in_repository(tool: Tool, args: dict[str, Any], ref: str) -> dict[str, Any]:
-    """``args`` of a read with its ``owner`` and ``repo`` set to ``ref`` ("acme/docs"), for a tool that has both."""
+def _files_described(
+    tool: Tool, args: Mapping[str, Any], request: Request, results: Sequence[str]
+) -> dict[str, Any] | None:
+    """``args`` with its list of files (an array parameter named ``files`` or ``paths``) set to the files a status
+    of this turn lists in the state the request describes (:func:`grounding.described_files`); None when it has
+    no such parameter or nothing is so listed."""
     props = tool.input_schema.get("properties") or {}
+    key = next((k for k in ("files", "paths") if (props.get(k) or {}).get("type") == "array"), None)
+    found = described_files(request, results) if key is not None else []
+    if not found or args.get(key) == found:
+        return None
+    return {**args, key: found}
+
+
+def _folder_named(args: Mapping[str, Any], request: Request) -> str | None:
+    """The folder the request names that a refused local write's object path is in ("…/reports" for a made-up
+    ``…/reports/Q2-report``): where the next step lists. None when the write names no such path."""
+    for k in ("source", "path", "src", "file_path"):
+        v = args.get(k)
+        if isinstance(v, str) and v.startswith("/") and "/" in v.rstrip("/")[1:]:
+            folder = v.rstrip("/").rsplit("/", 1)[0]
+            if folder in request.text:
+                return folder
+    return None
+
+
+def _in_repository(tool: Tool, args: dict[str, Any], ref: str) -> dict[str, Any]:
+    """``args`` of a read with its ``owner`` and ``repo`` set to ``ref`` ("acme/docs"), for a tool that has both;
+    or, when ``ref`` is a local folder (:func:`_folder_named`), its ``path`` set to it: measured on the tune split,
+    after "move the Q2 report from …/reports" was refused for a made-up file name, the model listed the folder the
+    report was to go to, and the move was refused again."""
+    props = tool.input_schema.get("properties") or {}
+    if ref.startswith("/"):
+        return {**args, "path": ref} if "path" in props else args
     if "owner" not in props or "repo" not in props or ref.count("/") != 1:
         return args
     owner, repo = ref.split("/")
@@ -863,6 +906,24 @@ def _changes_not_made(steps: list[_Step], not_run: list[str]) -> str | None:
     return _nothing_changed("; ".join(why) + ".", [s for s in steps if not s.may_write])
 
 
+def _partly_done(steps: list[_Step], not_run: list[str]) -> str | None:
+    """The answer when some changes were made and another was not (it failed, or was refused, not confirmed or
+    left without valid arguments, and did not succeed later), written from the calls: measured on the tune split,
+    after the folder was made and the move refused, qwen1.5b answered "The Q2 report … was moved into it". None
+    when every change tried was made."""
+    made = {s.tool.name for s in steps if s.writes}
+    if not made:
+        return None
+    failed = [s for s in steps if s.may_write and s.is_error and s.tool.name not in made]
+    pending = [x.rstrip(".") for x in not_run if x.split(" ", 1)[0] not in made]
+    if not (failed or pending):
+        return None
+    done = "; ".join(f"{s.tool.name} returned `{_first_line(s.text).replace('`', chr(39))}`" for s in steps if s.writes)
+    why = "; ".join([_failure(s) for s in failed] + pending)
+    found = [_failure(s) if s.is_error else _found(s) for s in steps if not s.may_write]
+    return f"Done: {done}. Not done: {why}." + (" What I found: " + "; ".join(found) + "." if found else "")
+
+
 def _unchanged(request: Request, steps: list[_Step], note: str) -> str | None:
     """For a request for a change that no call made (every call a read), the answer written from the calls; None
     when a call wrote or the request asks for no change."""
@@ -881,8 +942,24 @@ def _nothing_changed(why: str, reads: Sequence[_Step]) -> str:
 
 def _failure(s: _Step) -> str:
     """A failed call as a written answer says it: the error is the tool's output, quoted as data (in backticks), as
-    what the reads found is."""
-    return f"{s.tool.name} failed: `{_first_line(s.text).replace('`', chr(39))}`"
+    what the reads found is; an error that says its object is not there is said so in words first, with the name
+    the error quotes ("git_add failed: 'src/invoice.py' was not found (`fatal: pathspec …`)"): measured on the
+    multi-step tune tasks, "Commit my changes to src/invoice.py" (no such file) was answered with git's
+    ``exit code(128)`` alone, which tells the user nothing."""
+    line = _error_line(s.text)
+    quoted = f"`{line.replace('`', chr(39))}`"
+    if not (_NOT_FOUND.search(s.text) or _GIT_MISSING.search(s.text)):
+        return f"{s.tool.name} failed: {quoted}"
+    name = re.search(r"'([^'\n]{1,120})'", line)
+    what = f"'{name.group(1)}' was not found" if name else "what it names was not found"
+    return f"{s.tool.name} failed, as {what} ({quoted})"
+
+
+def _error_line(text: str) -> str:
+    """The line of an error that says what went wrong: a command's ``stderr:`` line when the error wraps one (its
+    first line is only the exit code), else the first line."""
+    m = _STDERR.search(text)
+    return _first_line(m.group(1)) if m and m.group(1).strip() else _first_line(text)
 
 
 def _found(s: _Step) -> str:
@@ -1101,12 +1178,18 @@ def _call_step(
     results = [s.text for s in steps]
     seen = [*history, {"role": "assistant", "content": note}] if note else history
     decision = decide(tool, annotations, args, request, seen, deps.auto_yes, results)
+    if isinstance(decision, Refuse) and (files := _files_described(tool, args, request, results)) is not None:
+        # the files in the state the request describes, as the turn's status listed them: measured on the tune
+        # split, "Stage every untracked file …, but not the modified one" was written as the modified one, refused,
+        # and written so again
+        args = files
+        decision = decide(tool, annotations, args, request, seen, deps.auto_yes, results)
     if isinstance(decision, Skip):
         # the route event still names the tool; this says why it was not used
         emit(ToolSkippedEvent(name=tool.name, server=tool.server, reason=decision.reason, step=step))
         return _Halt("skip", decision.reason, tool.name, tool.server)
     if isinstance(decision, Refuse):
-        return _Halt("arguments", decision.reason, tool.name, tool.server, refused=args)
+        return _Halt("arguments", decision.reason, tool.name, tool.server, refused=args, where=_folder_named(args, request))
     confirmed = True
     if isinstance(decision, Ask):
         confirmed = bool(deps.confirm and deps.confirm(qualified, args, annotations))

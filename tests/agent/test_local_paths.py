@@ -126,3 +126,112 @@ def test_a_name_pattern_that_found_nothing_is_searched_as_part_of_a_name() -> No
     )
     assert broadened(search, {"path": "/h", "pattern": "README"}) == {"path": "/h", "pattern": "**/*README*"}
     assert broadened(search, {"path": "/h", "pattern": "**/packing*"}) is None  # a glob already: searched as asked
+
+
+STATUS = "On branch main\nChanges not staged for commit:\n\tmodified:   src/calc.py\n\nUntracked files:\n\tnotes.txt"
+
+
+def test_a_found_file_must_be_the_one_described() -> None:
+    # no test file is modified: the one modified file the status found is not "the modified test files"
+    request = "stage the modified test files in /home/u/repo"
+    args = {"repo_path": "/home/u/repo", "files": ["src/calc.py"]}
+    assert unnamed_paths(GIT_ADD, args, request, (), [STATUS]) == {"files": ["src/calc.py"]}
+    status = STATUS.replace("src/calc.py", "tests/test_calc.py")
+    fine = {"repo_path": "/home/u/repo", "files": ["tests/test_calc.py"]}
+    assert unnamed_paths(GIT_ADD, fine, request, (), [status]) == {}
+    # a file described by its state alone is any file in that state
+    plain = "stage the modified file in /home/u/repo"
+    assert unnamed_paths(GIT_ADD, args, plain, (), [STATUS]) == {}
+    # the words of the folder the request names describe nothing the lookup found
+    move = "Move the reports picture from /home/u/reports into /home/u/archive"
+    found = {"source": "/home/u/reports/q2-2026.csv", "destination": "/home/u/archive/q2-2026.csv"}
+    assert unnamed_paths(MOVE, found, move, (), [LISTING]) == {"source": found["source"]}
+
+
+def test_a_missing_object_is_said_in_words() -> None:
+    from nexus_agent.agent.turn import _error_line, _failure
+
+    error = (
+        "Error executing tool git_add: Cmd('git') failed due to: exit code(128)\n  cmdline: git add -- src/x.py\n"
+        "  stderr: 'fatal: pathspec 'src/x.py' did not match any files'"
+    )
+    assert _error_line(error) == "fatal: pathspec 'src/x.py' did not match any files"
+
+    class _S:
+        tool = GIT_ADD
+        text = error
+
+    said = _failure(_S())  # type: ignore[arg-type]
+    assert said.startswith("git_add failed, as 'src/x.py' was not found (`fatal: pathspec")
+    assert claims_change(said) is False
+
+
+def test_a_lookup_output_in_the_history_does_not_name_the_described_file() -> None:
+    request = "stage the modified test files in /home/u/repo"
+    args = {"repo_path": "/home/u/repo", "files": ["src/calc.py"]}
+    note = [{"role": "assistant", "content": f"git_status returned {STATUS}"}]
+    assert unnamed_paths(GIT_ADD, args, request, note, [STATUS]) == {"files": ["src/calc.py"]}
+    said = [{"role": "user", "content": "the file I mean is src/calc.py"}]
+    assert unnamed_paths(GIT_ADD, args, request, said, [STATUS]) == {}
+
+
+MKDIR = _tool("filesystem", "create_directory", "Create a new directory.", path="string")
+
+
+def test_a_change_made_beside_one_not_made_is_answered_from_the_calls() -> None:
+    from nexus_agent.agent.request import Request
+    from nexus_agent.agent.turn import _folder_named, _partly_done, _Step
+
+    made = _Step("filesystem__create_directory", MKDIR, {"path": "/h/archive/q2"}, "Successfully created", False, True)
+    refused = "move_file was not run: move_file needs source, and no such file is named in the request"
+    said = _partly_done([made], [refused])
+    assert said is not None and said.startswith("Done: create_directory returned `Successfully created`.")
+    assert "Not done: move_file was not run" in said
+    # the move ran after its lookup: nothing is left undone, and the model answers
+    moved = _Step("filesystem__move_file", MOVE, {"source": "/h/r/a", "destination": "/h/b"}, "Moved", False, True)
+    assert _partly_done([made, moved], [refused]) is None
+    assert _partly_done([], [refused]) is None  # nothing made: _changes_not_made answers
+    # the folder the request finds the refused move's object in is where the next step lists
+    request = Request.parse("move the Q2 report from /h/reports into /h/archive")
+    assert _folder_named({"source": "/h/reports/Q2-report", "destination": "/h/archive/Q2"}, request) == "/h/reports"
+    assert _folder_named({"source": "/elsewhere/x", "destination": "/h/archive/x"}, request) is None
+
+
+def test_a_found_file_must_be_in_the_state_described() -> None:
+    from nexus_agent.agent.grounding import status_states
+
+    status = (
+        "Repository status:\nOn branch main\nChanges not staged for commit:\n"
+        '  (use "git add <file>..." to update what will be committed)\n\tmodified:   src/calc.py\n\n'
+        'Untracked files:\n  (use "git add <file>..." to include in what will be committed)\n\tdocs/\n\tnotes.txt\n'
+    )
+    assert status_states(status) == {
+        "src/calc.py": {"modified", "changed", "unstaged", "deleted"},
+        "docs/": {"untracked", "new"},
+        "notes.txt": {"untracked", "new"},
+    }
+    request = "Stage every untracked file in /home/u/repo, but not the modified one."
+    wrong = {"repo_path": "/home/u/repo", "files": ["src/calc.py"]}
+    assert unnamed_paths(GIT_ADD, wrong, request, (), [status]) == {"files": ["src/calc.py"]}
+    right = {"repo_path": "/home/u/repo", "files": ["notes.txt", "docs/"]}
+    assert unnamed_paths(GIT_ADD, right, request, (), [status]) == {}
+    # no status read: nothing to tell the state by
+    assert unnamed_paths(GIT_ADD, right, request, (), ["[FILE] notes.txt\n[DIR] docs"]) == {}
+
+
+def test_the_files_in_the_described_state_are_the_ones_staged() -> None:
+    from nexus_agent.agent.grounding import described_files
+    from nexus_agent.agent.request import Request
+    from nexus_agent.agent.turn import _files_described
+
+    status = "Changes not staged for commit:\n\tmodified:   src/calc.py\n\nUntracked files:\n\tdocs/\n\tnotes.txt\n"
+    request = Request.parse("Stage every untracked file in /home/u/repo, but not the modified one.")
+    assert described_files(request, [status]) == ["docs/", "notes.txt"]
+    args = {"repo_path": "/home/u/repo", "files": ["src/calc.py"]}
+    assert _files_described(GIT_ADD, args, request, [status]) == {**args, "files": ["docs/", "notes.txt"]}
+    # the words before the noun narrow the state: no modified test file is listed, so nothing is chosen
+    tests = Request.parse("stage the modified test files in /home/u/repo")
+    assert described_files(tests, [status]) == []
+    assert _files_described(GIT_ADD, args, tests, [status]) is None
+    # no state described: the model's choice stands
+    assert described_files("stage notes.txt in /home/u/repo", [status]) == []
