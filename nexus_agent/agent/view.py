@@ -110,7 +110,7 @@ def answer_view(text: str, request: Request | str, max_items: int = MAX_ITEMS) -
     if rows is None:
         if not isinstance(data, dict):
             return View(whole(text), full=True)
-        return View(whole(_dump(_object(data, asked, single=True))), full=False)
+        return View(whole(_dump(_object(numbered(data), asked, single=True))), full=False)
     shown = [_object(r, asked) if isinstance(r, dict) else r for r in rows[:max_items]]
     lines = [_dump(r) for r in shown]
     meta = {k: v for k, v in (rest or {}).items() if isinstance(v, int | float | bool) and not isinstance(v, bool)}
@@ -133,7 +133,7 @@ def step_view(text: str, request: Request | str, limit: int = 1500) -> str:
     asked = set(Request.of(request).words) | {"url", "link"}  # identifying links are kept, bodies stay out
     rows, _ = _rows(data)
     if rows is None:
-        shown: Any = _object(_numbered(data), asked, single=True) if isinstance(data, dict) else data
+        shown: Any = _object(numbered(data), asked, single=True) if isinstance(data, dict) else data
         return whole(_dump(shown), limit)
     head = f"{len(rows)} items" + (f" (the first {STEP_ITEMS} shown)" if len(rows) > STEP_ITEMS else "")
     lines = [_dump(_object(r, asked) if isinstance(r, dict) else r) for r in rows[:STEP_ITEMS]]
@@ -174,7 +174,7 @@ def named_logins(text: str, request: Request | str) -> list[str]:
 _URL_NUMBER = re.compile(r"/(?:issues|pull|pulls|discussions)/(\d+)/?$")
 
 
-def _numbered(obj: dict[str, Any]) -> dict[str, Any]:
+def numbered(obj: dict[str, Any]) -> dict[str, Any]:
     """``obj`` with a ``number`` first, read from its URL, when it has none: GitHub's create answers
     ``{"id": "26", "url": ".../issues/8"}``, and measured on the multi-step tune tasks (qwen1.5b) the next step
     took the id for the new issue's number."""

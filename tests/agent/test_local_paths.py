@@ -235,3 +235,37 @@ def test_the_files_in_the_described_state_are_the_ones_staged() -> None:
     assert _files_described(GIT_ADD, args, tests, [status]) is None
     # no state described: the model's choice stands
     assert described_files("stage notes.txt in /home/u/repo", [status]) == []
+
+
+COMMENT_ON = _tool("github", "add_issue_comment", "Add a comment to an issue", owner="string", repo="string",
+                   issue_number="number", body="string")  # fmt: skip
+ISSUE_WRITE = _tool("github", "issue_write", "Create or update an issue", owner="string", repo="string", title="string")
+
+
+def test_a_new_issue_is_mentioned_in_a_comment_on_the_one_named() -> None:
+    import json
+
+    from nexus_agent.agent.request import Request
+    from nexus_agent.agent.turn import _refers_to_created, _Step
+
+    created = _Step("github__issue_write", ISSUE_WRITE, {"title": "Redirect"}, json.dumps({"number": 8}), False, True)
+    request = Request.parse(
+        "Open an acme/web issue 'Redirect old blog URLs' and then mention the new issue's number in a comment on "
+        "the footer links issue (#3)."
+    )
+    wrote = {"owner": "acme", "repo": "web", "issue_number": 8, "body": "Redirect old blog URLs"}
+    fixed = _refers_to_created(COMMENT_ON, wrote, request, [created])
+    assert fixed["issue_number"] == 3 and fixed["body"] == "Redirect old blog URLs (#8)"
+    # already there: unchanged
+    ok = {**wrote, "issue_number": 3, "body": "Follow-up in #8"}
+    assert _refers_to_created(COMMENT_ON, ok, request, [created]) == ok
+    # "… then comment 'done' on it": the new issue is the object, nothing is mentioned
+    plain = Request.parse("Open an acme/web issue 'X' and then comment 'done' on it")
+    on_new = {**wrote, "body": "done"}
+    assert _refers_to_created(COMMENT_ON, on_new, plain, [created]) == on_new
+    # nothing created this turn: unchanged
+    assert _refers_to_created(COMMENT_ON, wrote, request, []) == wrote
+    # GitHub's server answers a create with its id and url: the number is the url's, not the id
+    minimal = json.dumps({"id": "26", "url": "https://github.com/acme/web/issues/8"})
+    created = _Step("github__issue_write", ISSUE_WRITE, {"title": "Redirect"}, minimal, False, True)
+    assert _refers_to_created(COMMENT_ON, wrote, request, [created])["body"] == "Redirect old blog URLs (#8)"
