@@ -420,6 +420,35 @@ def unnamed_paths(
     return unnamed
 
 
+# the parameters a write takes an existing branch by, to start from or to merge (not the name of one it creates)
+_FROM_REF = frozenset({"from_branch", "base_branch", "base", "head", "source_branch", "target_branch"})
+# the branches every repository is taken to have: the API's default when none is named
+_DEFAULT_BRANCHES = frozenset({"main", "master"})
+
+
+def unnamed_branches(
+    tool: Tool,
+    args: Mapping[str, Any],
+    request: Request | str,
+    history: Sequence[Mapping[str, str]] = (),
+    results: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The branches a write starts from or merges (:data:`_FROM_REF`) that nobody named: not written as they are in
+    the request, an earlier message or an output of this turn, nor a default branch. Measured on the tune split
+    (qwen1.5b): "start a branch … from the branch of the rate limiting PR" was written with ``"from_branch":
+    "rate-limiting-pr"``, a slug of the request's words; the call failed as not found and the step that could have
+    found the pull request's branch was spent. param → value."""
+    text = "\n".join([Request.of(request).text, *(m.get("content", "") for m in history), *results]).lower()
+    text = text.replace("refs/heads/", " ")  # a ref a create returned names its branch
+    unnamed: dict[str, Any] = {}
+    for k, v in args.items():
+        if k not in _FROM_REF or not isinstance(v, str) or not v.strip() or v.lower() in _DEFAULT_BRANCHES:
+            continue
+        if not re.search(rf"(?<![\w/.-]){re.escape(v.lower())}(?![\w/-])", text):
+            unnamed[k] = v
+    return unnamed
+
+
 MAX_PROBES = 64  # numbers tried as the identifier (a long history's outputs hold hundreds)
 
 

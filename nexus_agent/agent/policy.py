@@ -14,8 +14,9 @@ The rules, in order:
    (``readOnlyHint: false``) and names none of the objects the write needs (an identifier was made up, or no
    required value comes from the conversation) is not about one: Skip;
 3. a tool that may write, with a required identifier (``issue_number``, ``pullNumber`` …) that neither the
-   conversation nor an earlier call of the same turn (the agent loop's ``results``) gives: Refuse, whatever
-   ``--yes`` says;
+   conversation nor an earlier call of the same turn (the agent loop's ``results``) gives, a local path nobody
+   named (``grounding.unnamed_paths``) or a branch to start from nobody named (``grounding.unnamed_branches``):
+   Refuse, whatever ``--yes`` says;
 4. a tool that may write: Ask, unless ``auto_yes``; a question to a tool that declares a write asks even then;
 5. otherwise Run.
 """
@@ -27,7 +28,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nexus_agent.agent.grounding import gives_a_required_value, ungrounded_identifiers, unnamed_paths
+from nexus_agent.agent.grounding import (
+    gives_a_required_value,
+    ungrounded_identifiers,
+    unnamed_branches,
+    unnamed_paths,
+)
 from nexus_agent.agent.request import Request
 from nexus_agent.registry import Tool
 
@@ -105,12 +111,22 @@ def decide(
     made_up = ungrounded_identifiers(tool, arguments, req, window, results) if may_write else {}
     # so must a write to a local file: a path nobody named was made up from a description ("the Q2 report")
     paths = unnamed_paths(tool, arguments, req, window, results) if may_write else {}
+    # and a branch it starts from: one written as a slug of a description ("the branch of the rate limiting PR")
+    branches = unnamed_branches(tool, arguments, req, window, results) if may_write else {}
     # A question is answered, not acted on, so --yes does not cover a write routed from one. Only a declared write
     # counts, as for the routing penalty: tools that declare nothing (google-maps, slack) answer questions with
     # reads (docs/measurements.md#questions-and-writes).
     question_to_writer = tool.declares_write and req.question
-    if question_to_writer and (made_up or paths or not gives_a_required_value(tool, arguments, req, window)):
+    if question_to_writer and (
+        made_up or paths or branches or not gives_a_required_value(tool, arguments, req, window)
+    ):
         return Skip(SKIP_QUESTION)
+    if branches:
+        return Refuse(
+            f"{tool.name} needs {', '.join(branches)}, and no such branch is named in the request or was found by a "
+            f"lookup, so it was not run (the model wrote {json.dumps(branches, ensure_ascii=False)}); say which one "
+            "you mean"
+        )
     if paths:
         return Refuse(
             # the refusal's "not run" stands right before "wrote", so the claim check reads no change in it

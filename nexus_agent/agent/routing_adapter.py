@@ -89,6 +89,9 @@ class AgentRouter:
     def reads_before(self, tool: str, operation: str | None) -> bool:
         return self.router.reads_before(tool, operation)
 
+    def made_before(self, tool: str) -> frozenset[str]:
+        return self.router.examples.made_before(tool) if self.router.cfg.examples.keys else frozenset()
+
     def in_place(self, tool: str, params: Sequence[str]) -> str | None:
         return self.router.in_place(tool, params)
 

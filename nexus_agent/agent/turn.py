@@ -139,6 +139,10 @@ class TurnRouter(Protocol):
         the loop reads it first when the request quotes no value."""
         ...
 
+    def made_before(self, tool: str) -> frozenset[str]:
+        """The tools a multi-step example calls before ``tool`` (``git_add`` before ``git_commit``)."""
+        ...
+
     def in_place(self, tool: str, params: Sequence[str]) -> str | None:
         """The write of ``tool``'s server that changes part of what ``tool`` (one that overwrites) would replace
         whole, taking the same ``params`` (``edit_file`` for ``write_file``); None when there is not exactly one."""
@@ -437,10 +441,13 @@ def _loop(
         not_run.append(waiting.unrun)
         qualified, operation = waiting.lookup.tool or qualified, waiting.lookup.operation
     at: str | None = None  # the repository a refused write named as where its value is: the next read's
+    staging: dict[str, Any] | None = None  # the arguments of a staging step the waiting write needs first
     while True:
         purpose = waiting.note if waiting is not None and len(steps) == before else None
-        got = _call_step(deps, qualified, operation, request, history, steps, step, emit, check, purpose=purpose, at=at)
-        at = None
+        got = _call_step(
+            deps, qualified, operation, request, history, steps, step, emit, check, purpose=purpose, at=at, given=staging
+        )
+        at, staged, staging = None, staging is not None, None
         at_first = step == before + 1  # the routed tool's own step
         if isinstance(got, _Halt) and at_first:
             if got.stage == "skip":
@@ -521,8 +528,23 @@ def _loop(
             # (measured on the check split: "write 'milk, bread, coffee' into …/groceries.txt" read, found no file,
             # and the decision after a failed read offers no write)
             nxt = RouteOutcome("auto", first, [(first, 1.0)], 0.0, first_op)
+        elif staged and isinstance(got, _Step) and got.writes:
+            # the files were staged: the write that waited for them follows
+            nxt = RouteOutcome("auto", first, [(first, 1.0)], 0.0, first_op)
         else:
             nxt = _next(deps, request, window, tried)
+            if (
+                waiting is not None
+                and nxt is not None
+                and nxt.tool == first
+                and not any(s.qualified == first for s in steps)
+                and (stage := _stages_first(deps, first, request, steps)) is not None
+            ):
+                # measured on the tune split (qwen1.5b): "commit only the modified file in …, leave untracked stuff
+                # alone" read the status, then committed with nothing staged, and the budget ran out before the
+                # commit could be made again
+                nxt = RouteOutcome("auto", stage[0], [(stage[0], 1.0)], 0.0, None)
+                staging = stage[1]
         if nxt is None:
             break
         step += 1
@@ -854,6 +876,30 @@ def _refers_to_created(tool: Tool, args: dict[str, Any], request: Request, steps
         if not re.search(rf"#{created}(?!\d)", out[text]):
             out[text] = f"{out[text].rstrip()} (#{created})".lstrip()
     return out
+
+
+def _stages_first(
+    deps: TurnDeps, waiting: str, request: Request, steps: Sequence[_Step]
+) -> tuple[str, dict[str, Any]] | None:
+    """The call that stages the files the request describes (:func:`grounding.described_files`, as a status of
+    this turn lists them) before ``waiting``, a write that takes no files (``git_commit``): a tool of its server
+    with a ``files`` list that the examples make before it (``git_add``), with the arguments it shares with the
+    last read (``repo_path``). None when the request describes no files so listed, or no such tool."""
+    tool = deps.tools().get(waiting)
+    reads = [s for s in steps if s.read]
+    if tool is None or not reads or "files" in (tool.input_schema.get("properties") or {}):
+        return None
+    files = described_files(request, [s.text for s in reads])
+    if not files:
+        return None
+    before = deps.router.made_before(waiting)
+    for q, t in deps.tools().items():
+        props = t.input_schema.get("properties") or {}
+        if t.server != tool.server or q not in before or (props.get("files") or {}).get("type") != "array":
+            continue
+        shared = {k: v for k, v in reads[-1].arguments.items() if k in props and k != "files"}
+        return q, {**shared, "files": files}
+    return None
 
 
 def _files_described(

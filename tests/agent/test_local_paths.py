@@ -269,3 +269,41 @@ def test_a_new_issue_is_mentioned_in_a_comment_on_the_one_named() -> None:
     minimal = json.dumps({"id": "26", "url": "https://github.com/acme/web/issues/8"})
     created = _Step("github__issue_write", ISSUE_WRITE, {"title": "Redirect"}, minimal, False, True)
     assert _refers_to_created(COMMENT_ON, wrote, request, [created])["body"] == "Redirect old blog URLs (#8)"
+
+
+CREATE_BRANCH = Tool(
+    "github",
+    "create_branch",
+    "Create a new branch in a GitHub repository",
+    {
+        "type": "object",
+        "properties": {
+            "owner": {"type": "string"},
+            "repo": {"type": "string"},
+            "branch": {"type": "string"},
+            "from_branch": {"type": "string"},
+        },
+        "required": ["owner", "repo", "branch"],
+    },
+)
+
+
+def test_a_branch_to_start_from_must_be_named() -> None:
+    from nexus_agent.agent.grounding import unnamed_branches
+
+    request = "In acme/api, start a branch called feature/per-client from the branch of the rate limiting PR."
+    made_up = {"owner": "acme", "repo": "api", "branch": "feature/per-client", "from_branch": "rate-limiting-pr"}
+    assert unnamed_branches(CREATE_BRANCH, made_up, request) == {"from_branch": "rate-limiting-pr"}
+    decision = decide(CREATE_BRANCH, {"readOnlyHint": False}, made_up, request, [], auto_yes=True)
+    assert isinstance(decision, Refuse) and "no such branch" in decision.reason
+    # found by a lookup: the pull request's head branch
+    found = '[{"number": 4, "title": "Rate limiting", "head": {"ref": "feature/rate-limit"}}]'
+    args = {**made_up, "from_branch": "feature/rate-limit"}
+    assert unnamed_branches(CREATE_BRANCH, args, request, (), [found]) == {}
+    assert isinstance(decide(CREATE_BRANCH, {"readOnlyHint": False}, args, request, [], True, [found]), Run)
+    # a default branch, or one the request writes, is named; a prefix of a named one is not
+    assert unnamed_branches(CREATE_BRANCH, {**made_up, "from_branch": "main"}, request) == {}
+    assert unnamed_branches(CREATE_BRANCH, {**made_up, "from_branch": "feature/per"}, request) != {}
+    # a ref a create of this turn returned names its branch
+    made = '{"ref": "refs/heads/feature/per", "object": {"sha": "abc"}}'
+    assert unnamed_branches(CREATE_BRANCH, {**made_up, "from_branch": "feature/per"}, request, (), [made]) == {}

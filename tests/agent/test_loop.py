@@ -107,6 +107,9 @@ class _Script:
     def reads_before(self, tool: str, operation: str | None) -> bool:
         return False
 
+    def made_before(self, tool: str) -> frozenset[str]:
+        return frozenset()
+
     def in_place(self, tool: str, params: Sequence[str]) -> str | None:
         return None
 

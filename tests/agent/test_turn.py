@@ -170,6 +170,9 @@ class _RoutesTo:
     def reads_before(self, tool: str, operation: str | None) -> bool:
         return False
 
+    def made_before(self, tool: str) -> frozenset[str]:
+        return frozenset()
+
     def in_place(self, tool: str, params: Sequence[str]) -> str | None:
         return None
 
