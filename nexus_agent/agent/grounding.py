@@ -444,7 +444,8 @@ def unnamed_branches(
     for k, v in args.items():
         if k not in _FROM_REF or not isinstance(v, str) or not v.strip() or v.lower() in _DEFAULT_BRANCHES:
             continue
-        if not re.search(rf"(?<![\w/.-]){re.escape(v.lower())}(?![\w/-])", text):
+        # a number is an object's (the pull request's #5), not its branch's name
+        if v.strip().isdigit() or not re.search(rf"(?<![\w/.-]){re.escape(v.lower())}(?![\w/-])", text):
             unnamed[k] = v
     return unnamed
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from nexus_agent.routing.followup import asks_for_change, steps_named
-from nexus_agent.routing.query import OBJECT_REF, is_question
+from nexus_agent.routing.query import OBJECT_REF, is_question, names_branch
 from nexus_agent.signature import FILLER, words
 
 _REPO = re.compile(r"[\w.-]+/[\w.-]+")
@@ -99,7 +99,8 @@ class Request:
         return cls(
             text=text,
             words=frozenset(words(text)),
-            repos=tuple(_REPO.findall(text)),
+            # not a branch named like one ("start a branch called feature/rate-limit"): its words describe
+            repos=tuple(m.group() for m in _REPO.finditer(text) if not names_branch(text, m.start(), m.end())),
             numbers=tuple(NUMBER.findall(text)),
             refs=tuple(OBJECT_REF.findall(text)),
             quoted=tuple(next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)),

@@ -71,6 +71,9 @@ _SYNONYMS = {
     "html_url": {"link", "links", "url", "urls"},
     "url": {"link", "links", "url", "urls"},
     "labels": {"label", "labels", "labeled", "tagged", "tag"},
+    # a pull request's branch: "from the branch of the rate limiting PR" had no branch in the search's rows, and
+    # the branch was written as the pull request's number
+    "head": {"branch", "branches"},
     "description": {"about", "describe", "description", "what"},
     "message": {"message", "messages", "said", "say", "commit", "commits"},
 }

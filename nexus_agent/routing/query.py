@@ -128,6 +128,8 @@ _BRANCH_BEFORE = re.compile(
     r"\b(?:branch(?:es)?|check\s*out|switch(?:\s+to)?|off|onto|rebase)\b(?:\W+\w+){0,2}\W*$", re.IGNORECASE
 )
 _BRANCH_AFTER = re.compile(r"\W*branch\b", re.IGNORECASE)  # "the draft/dark-theme branch"
+# where a request puts what a branch is made in: "Make a release/0.2.0 branch in acme/api" names the repository
+_IN_REPO = re.compile(r"\b(?:in|of|at|for)\s+$", re.IGNORECASE)
 
 
 def names_local_path(query: str) -> bool:
@@ -140,10 +142,17 @@ def names_repository(query: str) -> bool:
     branch's name ("create the branch feature/tax-total"). A name such as "feature/csv-export" with no "branch" before
     it still counts: the two cannot be told apart by their spelling."""
     text = _URL.sub(" ", QUOTED.sub(" ", query))
-    return any(
-        not _BRANCH_BEFORE.search(text[: m.start()]) and not _BRANCH_AFTER.match(text[m.end() :])
-        for m in _MASK_REPO.finditer(text)
-    )
+    return any(not names_branch(text, m.start(), m.end()) for m in _MASK_REPO.finditer(text))
+
+
+def names_branch(text: str, start: int, end: int) -> bool:
+    """Whether the ``owner/repo``-shaped name at ``text[start:end]`` is a branch's, by the words around it: after
+    "branch", "check out", "switch to" … ("start a branch called feature/rate-limit"), or before "branch" ("the
+    draft/dark-theme branch"); not after "in", "of", "at" or "for" ("a release/0.2.0 branch in acme/api")."""
+    before = text[:start]
+    if _BRANCH_AFTER.match(text[end:]):
+        return True
+    return bool(_BRANCH_BEFORE.search(before)) and not _IN_REPO.search(before)
 
 
 # The kinds of object a request names its object by, each with the words it is named with. A tool every example

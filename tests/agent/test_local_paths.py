@@ -307,3 +307,13 @@ def test_a_branch_to_start_from_must_be_named() -> None:
     # a ref a create of this turn returned names its branch
     made = '{"ref": "refs/heads/feature/per", "object": {"sha": "abc"}}'
     assert unnamed_branches(CREATE_BRANCH, {**made_up, "from_branch": "feature/per"}, request, (), [made]) == {}
+    # the pull request's number is no branch, though the lookup returned it
+    assert unnamed_branches(CREATE_BRANCH, {**made_up, "from_branch": "4"}, request, (), [found]) != {}
+
+
+def test_a_pull_requests_branch_is_in_the_step_view_when_a_branch_is_asked_for() -> None:
+    from nexus_agent.agent.view import step_view
+
+    rows = '[{"number": 4, "title": "Rate limiting", "head": {"ref": "feature/rate-limit", "sha": "abc"}}]'
+    assert "feature/rate-limit" in step_view(rows, "start a branch from the branch of the rate limiting PR")
+    assert "feature/rate-limit" not in step_view(rows, "close the rate limiting PR")

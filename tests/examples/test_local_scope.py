@@ -20,6 +20,9 @@ from tests.examples.test_operations import _Words
         ("Switch /home/ana/src/shop to the draft/dark-theme branch", True, False),
         ("Stage src/calc.py in /home/ana/src/shop", True, False),  # a file, not a repository
         ("list the open pull requests in acme/api", False, True),
+        # a branch made *in* a repository: the repository is named (it had gone to git's git_create_branch)
+        ("Make a release/0.2.0 branch in acme/api and bump its version", False, True),
+        ("create the branch feature/tax-total", False, False),
         ("Copy acme/api's README to /home/ana/api.md", True, True),
         ("read https://example.org/a/b", False, False),  # a URL's path is no local one
     ],
