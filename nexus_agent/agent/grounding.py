@@ -410,9 +410,8 @@ def unnamed_paths(
             continue
         values = [x for x in (v if isinstance(v, list) else [v]) if isinstance(x, str)]
         found = [x for x in values if not _names_file(x, named_before)]
-        if any(described and not mentioned(described, words(x.replace(_folder(own, x), ""))) for x in found):
-            unnamed[k] = v
-        elif state and any(_in_state(x, state, results) is False for x in found):
+        undescribed = any(described and not mentioned(described, words(x.replace(_folder(own, x), ""))) for x in found)
+        if undescribed or (state and any(_in_state(x, state, results) is False for x in found)):
             unnamed[k] = v
     source, destination = args.get("source"), args.get("destination")
     if isinstance(source, str) and source and source == destination:

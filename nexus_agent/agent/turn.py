@@ -445,7 +445,18 @@ def _loop(
     while True:
         purpose = waiting.note if waiting is not None and len(steps) == before else None
         got = _call_step(
-            deps, qualified, operation, request, history, steps, step, emit, check, purpose=purpose, at=at, given=staging
+            deps,
+            qualified,
+            operation,
+            request,
+            history,
+            steps,
+            step,
+            emit,
+            check,
+            purpose=purpose,
+            at=at,
+            given=staging,
         )
         at, staged, staging = None, staging is not None, None
         at_first = step == before + 1  # the routed tool's own step
@@ -872,9 +883,9 @@ def _refers_to_created(tool: Tool, args: dict[str, Any], request: Request, steps
             out[k] = int(next(iter(refs)))
     about_another = any(str(out[k]) != str(created) for k in keys)
     text = next((k for k in _TEXT_PARAMS if isinstance(out.get(k), str)), None)
-    if about_another and text is not None and _MENTIONS_NUMBER.search(request.text):
-        if not re.search(rf"#{created}(?!\d)", out[text]):
-            out[text] = f"{out[text].rstrip()} (#{created})".lstrip()
+    mention = about_another and text is not None and _MENTIONS_NUMBER.search(request.text)
+    if mention and text is not None and not re.search(rf"#{created}(?!\d)", out[text]):
+        out[text] = f"{out[text].rstrip()} (#{created})".lstrip()
     return out
 
 
@@ -910,7 +921,9 @@ def _files_described(
     no such parameter or nothing is so listed."""
     props = tool.input_schema.get("properties") or {}
     key = next((k for k in ("files", "paths") if (props.get(k) or {}).get("type") == "array"), None)
-    found = described_files(request, results) if key is not None else []
+    if key is None:
+        return None
+    found = described_files(request, results)
     if not found or args.get(key) == found:
         return None
     return {**args, key: found}
@@ -1294,7 +1307,9 @@ def _call_step(
         emit(ToolSkippedEvent(name=tool.name, server=tool.server, reason=decision.reason, step=step))
         return _Halt("skip", decision.reason, tool.name, tool.server)
     if isinstance(decision, Refuse):
-        return _Halt("arguments", decision.reason, tool.name, tool.server, refused=args, where=_folder_named(args, request))
+        return _Halt(
+            "arguments", decision.reason, tool.name, tool.server, refused=args, where=_folder_named(args, request)
+        )
     confirmed = True
     if isinstance(decision, Ask):
         confirmed = bool(deps.confirm and deps.confirm(qualified, args, annotations))
