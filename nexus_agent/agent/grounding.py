@@ -402,7 +402,11 @@ def unnamed_paths(
     # a file found by a lookup must be the one the request describes: measured on the tune tasks, "stage the
     # modified test files" (there are none) staged the one modified file, src/calc.py; and in the state it
     # describes it by: "Stage every untracked file …, but not the modified one" staged the modified one
-    described, state = _file_description(own), _file_state(own)
+    # The words count only beside a state: a folder's listing names files in words of their own, and on the check
+    # split "the third-quarter report" (q3-2026.csv) was refused for sharing none of them; a status names the
+    # files a request describes by state, and "the modified test files" then lists none that is a test.
+    state = _file_state(own)
+    described = _file_description(own) if state else set()
     # named by the user, not by a lookup's output (which the loop's note for this step carries too)
     named_before = "\n".join([own, *(m.get("content", "") for m in history if m.get("role") == "user")])
     for k, v in args.items():

@@ -142,10 +142,11 @@ def test_a_found_file_must_be_the_one_described() -> None:
     # a file described by its state alone is any file in that state
     plain = "stage the modified file in /home/u/repo"
     assert unnamed_paths(GIT_ADD, args, plain, (), [STATUS]) == {}
-    # the words of the folder the request names describe nothing the lookup found
-    move = "Move the reports picture from /home/u/reports into /home/u/archive"
-    found = {"source": "/home/u/reports/q2-2026.csv", "destination": "/home/u/archive/q2-2026.csv"}
-    assert unnamed_paths(MOVE, found, move, (), [LISTING]) == {"source": found["source"]}
+    # a listing's file is not held to the request's words: "the third-quarter report" is q3-2026.csv (measured on
+    # the check split: refused when it was)
+    move = "Rename the third-quarter report under /home/u/reports to revenue-q3.csv"
+    found = {"source": "/home/u/reports/q3-2026.csv", "destination": "/home/u/reports/revenue-q3.csv"}
+    assert unnamed_paths(MOVE, found, move, (), [LISTING]) == {}
 
 
 def test_a_missing_object_is_said_in_words() -> None:
