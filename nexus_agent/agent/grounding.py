@@ -22,7 +22,7 @@ from nexus_agent.registry import IDENTIFIER, Tool
 from nexus_agent.signature import mentioned, words
 
 
-def conversation_text(request: str, history: list[dict[str, str]], user_only: bool = False) -> str:
+def conversation_text(request: str, history: Sequence[Mapping[str, str]], user_only: bool = False) -> str:
     """The words argument writing may draw on: every earlier message (or only the user's), then the request."""
     return "\n".join([*(m["content"] for m in history if not user_only or m["role"] == "user"), request])
 
@@ -122,7 +122,7 @@ def result_identifiers(results: Sequence[str], request: Request | str = "", numb
     that also returned an issue about API keys). ``numbers``: only the values of fields named like numbers
     (``number``, ``pullNumber``): what an ``issue_number`` takes, not an object's database ``id``."""
     found: set[str] = set()
-    field = _NUMBER_FIELD if numbers else IDENTIFIER
+    field = NUMBER_FIELD if numbers else IDENTIFIER
     req = Request.of(request) if request else None
 
     def walk(v: Any) -> None:
@@ -155,7 +155,7 @@ def result_identifiers(results: Sequence[str], request: Request | str = "", numb
 
 
 # A field or parameter that holds an object's number (issue_number, pullNumber, number), not its id.
-_NUMBER_FIELD = re.compile(r"(?:^|_)number$|[a-z0-9]Number$")
+NUMBER_FIELD = re.compile(r"(?:^|_)number$|[a-z0-9]Number$")
 
 
 def _label(row: Any) -> str | None:
@@ -214,7 +214,7 @@ def ungrounded_identifiers(
         # a number parameter takes an earlier result's number, not its id (a pull request's id 6 is no #6)
         if _grounded(value, prop, name, own, own_words):
             return True
-        if str(value) in (returned_numbers if _NUMBER_FIELD.search(name) else returned):
+        if str(value) in (returned_numbers if NUMBER_FIELD.search(name) else returned):
             return True
         kind = _kind_words(name, prop)
         for m in history:
@@ -279,27 +279,6 @@ _DESCRIBED_FILE = re.compile(
     r"recipes?|pictures?|photos?|images?|spreadsheets?|documents?|scripts?|sheets?)\b",
     re.IGNORECASE,
 )
-# words that say which state a file is in, or how many, not which file it is
-_STATE_WORDS = frozenset(
-    {
-        "modified", "untracked", "staged", "unstaged", "new", "changed", "deleted", "uncommitted", "committed",
-        "other", "same", "whole", "only", "last", "latest", "first", "old", "remaining", "rest", "of", "the",
-        "my", "two", "three", "both", "these", "those", "this", "that",
-    }
-)  # fmt: skip
-
-
-def _file_description(text: str) -> set[str]:
-    """The words ``text`` describes a file it does not name with (:data:`_DESCRIBED_FILE`), less the words of its
-    state (:data:`_STATE_WORDS`): "stage the modified test files" → {"test"}; "commit the modified file" → {}."""
-    return {w for m in _DESCRIBED_FILE.finditer(text) for w in words(m.group(1)) if w not in _STATE_WORDS}
-
-
-def _file_state(text: str) -> set[str]:
-    """The git states ``text`` describes a file it does not name by: "every untracked file" → {"untracked"}."""
-    return {w for m in _DESCRIBED_FILE.finditer(text) for w in words(m.group(1)) if w in _STATES}
-
-
 # git status's sections, and the states a request describes files by that each holds
 _STATUS_SECTIONS = (
     ("changes to be committed", {"staged", "modified", "changed", "new", "deleted"}),
@@ -307,6 +286,21 @@ _STATUS_SECTIONS = (
     ("untracked files", {"untracked", "new"}),
 )
 _STATES = frozenset({"staged", "modified", "changed", "unstaged", "deleted", "untracked", "new"})
+# words that say which state a file is in, or how many, not which file it is
+_STATE_WORDS = _STATES | frozenset(
+    {
+        "uncommitted", "committed", "other", "same", "whole", "only", "last", "latest", "first", "old",
+        "remaining", "rest", "of", "the", "my", "two", "three", "both", "these", "those", "this", "that",
+    }
+)  # fmt: skip
+
+
+def _described_file(text: str) -> tuple[set[str], set[str]]:
+    """The git states ``text`` describes a file it does not name by (:data:`_DESCRIBED_FILE`, :data:`_STATES`), and
+    its other words for it, less those of state or number (:data:`_STATE_WORDS`): "stage the modified test files"
+    → ({"modified"}, {"test"}); "every untracked file" → ({"untracked"}, set())."""
+    said = {w for m in _DESCRIBED_FILE.finditer(text) for w in words(m.group(1))}
+    return said & _STATES, said - _STATE_WORDS
 
 
 def status_states(text: str) -> dict[str, set[str]]:
@@ -342,10 +336,10 @@ def _in_state(path: str, state: set[str], results: Sequence[str]) -> bool | None
 
 def described_files(request: Request | str, results: Sequence[str]) -> list[str]:
     """The files a ``git status`` output of ``results`` lists in the state the request describes its files by, and
-    with its words for them (:func:`_file_state`, :func:`_file_description`), in the output's order: "Stage every
+    with its words for them (:func:`_described_file`), in the output's order: "Stage every
     untracked file …" → ["docs/", "notes.txt"]. Empty when the request describes no state or no output lists one."""
     own = Request.of(request).text
-    state, described = _file_state(own), _file_description(own)
+    state, described = _described_file(own)
     if not state:
         return []
     found = [
@@ -385,7 +379,7 @@ def unnamed_paths(
     if _CREATES.search(tool.description) or not _local(args):
         return {}
     own = Request.of(request).text
-    text = "\n".join([own, *(m.get("content", "") for m in history), *results])
+    text = "\n".join([conversation_text(own, history), *results])
     # the folder the request finds its object in is not that object (measured: "move the Q2 report from …/reports
     # into it" moved the whole reports folder)
     around = _containers(own)
@@ -405,10 +399,10 @@ def unnamed_paths(
     # The words count only beside a state: a folder's listing names files in words of their own, and on the check
     # split "the third-quarter report" (q3-2026.csv) was refused for sharing none of them; a status names the
     # files a request describes by state, and "the modified test files" then lists none that is a test.
-    state = _file_state(own)
-    described = _file_description(own) if state else set()
+    state, described = _described_file(own)
+    described = described if state else set()
     # named by the user, not by a lookup's output (which the loop's note for this step carries too)
-    named_before = "\n".join([own, *(m.get("content", "") for m in history if m.get("role") == "user")])
+    named_before = conversation_text(own, history, user_only=True)
     for k, v in args.items():
         if k not in _OBJECT_PATH or k in unnamed or not (described or state):
             continue
@@ -441,7 +435,7 @@ def unnamed_branches(
     (qwen1.5b): "start a branch … from the branch of the rate limiting PR" was written with ``"from_branch":
     "rate-limiting-pr"``, a slug of the request's words; the call failed as not found and the step that could have
     found the pull request's branch was spent. param → value."""
-    text = "\n".join([Request.of(request).text, *(m.get("content", "") for m in history), *results]).lower()
+    text = "\n".join([conversation_text(Request.of(request).text, history), *results]).lower()
     text = text.replace("refs/heads/", " ")  # a ref a create returned names its branch
     unnamed: dict[str, Any] = {}
     for k, v in args.items():

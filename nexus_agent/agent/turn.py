@@ -46,7 +46,7 @@ from nexus_agent.agent.events import (
     ToolResultEvent,
     ToolSkippedEvent,
 )
-from nexus_agent.agent.grounding import described_files, identifier_given
+from nexus_agent.agent.grounding import NUMBER_FIELD, described_files, identifier_given
 from nexus_agent.agent.history import (
     Call,
     Conversation,
@@ -260,7 +260,8 @@ class _Halt:
     # object up first)
     refused: dict[str, Any] | None = None
     # a write refused for naming a repository as a value ("with the colour acme/docs uses"): that repository, where
-    # the next step reads the value
+    # the next step reads the value; or a local write refused for a path nobody named: the folder the request
+    # names it in, which the next step lists (:func:`_folder_named`)
     where: str | None = None
 
 
@@ -440,7 +441,7 @@ def _loop(
         tried.append(waiting.call)
         not_run.append(waiting.unrun)
         qualified, operation = waiting.lookup.tool or qualified, waiting.lookup.operation
-    at: str | None = None  # the repository a refused write named as where its value is: the next read's
+    at: str | None = None  # where the next read reads: a repository a refused write named, or a folder it is in
     staging: dict[str, Any] | None = None  # the arguments of a staging step the waiting write needs first
     while True:
         purpose = waiting.note if waiting is not None and len(steps) == before else None
@@ -839,7 +840,6 @@ _MENTIONS_NUMBER = re.compile(
     r"|\b(?:its|the new \w+(?:'s)?) number\b",
     re.IGNORECASE,
 )
-_NUMBER_PARAM = re.compile(r"(?:^|_)number$|[a-z0-9]Number$")
 _TEXT_PARAMS = ("body", "comment", "text", "message")
 
 
@@ -876,7 +876,7 @@ def _refers_to_created(tool: Tool, args: dict[str, Any], request: Request, steps
         return args
     quoted = " ".join(request.quoted)
     refs = {r for r in request.refs if f"#{r}" not in quoted}
-    keys = [k for k in args if _NUMBER_PARAM.search(k) and not isinstance(args[k], bool)]
+    keys = [k for k in args if NUMBER_FIELD.search(k) and not isinstance(args[k], bool)]
     out = dict(args)
     for k in keys:
         if str(out[k]) == str(created) and str(created) not in request.numbers and len(refs) == 1:
