@@ -46,7 +46,7 @@ from nexus_agent.agent.events import (
     ToolResultEvent,
     ToolSkippedEvent,
 )
-from nexus_agent.agent.grounding import NUMBER_FIELD, described_files, identifier_given
+from nexus_agent.agent.grounding import NUMBER_FIELD, conversation_text, described_files, identifier_given
 from nexus_agent.agent.history import (
     Call,
     Conversation,
@@ -74,10 +74,20 @@ from nexus_agent.agent.prompts import (
     TOOL_ERROR,
     TOOL_STEP,
     TOOL_STEPS,
+    VALUE_QUESTION,
     call_note,
 )
 from nexus_agent.agent.recall import Recalled
 from nexus_agent.agent.request import Request
+from nexus_agent.agent.sources import (
+    described_entry,
+    listed_files,
+    listing_first,
+    read_again,
+    source_in_text,
+    unread_source,
+    value_at,
+)
 from nexus_agent.agent.view import MAX_ITEMS, answer_view, named_logins, numbered, step_view, whole
 from nexus_agent.backend import Backend
 from nexus_agent.backend.decision import Messages
@@ -235,6 +245,12 @@ class _Step:
     text: str
     is_error: bool
     may_write: bool
+    # a listing made in place of a read of a file nobody named (:func:`sources.listing_first`): that read's tool
+    # and arguments, made again next with the file the request describes
+    instead_of: tuple[str, dict[str, Any]] | None = None
+    # the write this one was made in place of: the same server's write that changes part of what the other would
+    # replace whole (write_file → edit_file)
+    stands_for: str | None = None
 
     @property
     def writes(self) -> bool:
@@ -442,7 +458,8 @@ def _loop(
         not_run.append(waiting.unrun)
         qualified, operation = waiting.lookup.tool or qualified, waiting.lookup.operation
     at: str | None = None  # where the next read reads: a repository a refused write named, or a folder it is in
-    staging: dict[str, Any] | None = None  # the arguments of a staging step the waiting write needs first
+    # the arguments the next step is given: a staging step the waiting write needs first, or a read made again
+    staging: dict[str, Any] | None = None
     while True:
         purpose = waiting.note if waiting is not None and len(steps) == before else None
         got = _call_step(
@@ -470,9 +487,7 @@ def _loop(
         if (
             isinstance(got, _Halt)
             and got.refused is not None
-            and (
-                at_first or (len(steps) < deps.max_steps and not any(c.tool == qualified and not c.ran for c in tried))
-            )
+            and (at_first or (len(steps) < deps.max_steps and _found_since(tried, qualified)))
         ):
             # A write whose object nobody named ("close the issue about X"): the next step may look it up first. If
             # the decision says done, a first write's turn ends with the refusal, as with one step. A later one is
@@ -543,6 +558,14 @@ def _loop(
         elif staged and isinstance(got, _Step) and got.writes:
             # the files were staged: the write that waited for them follows
             nxt = RouteOutcome("auto", first, [(first, 1.0)], 0.0, first_op)
+        elif got.instead_of is not None and (entry := described_entry(got.text, request)) is not None:
+            # the folder was listed in place of a made-up file: the read is made again, of the file described
+            folder = str(got.arguments["path"]).rstrip("/")
+            shown = [f"{folder}/{name}" for name in listed_files(got.text)]
+            read, staging = read_again(
+                got.instead_of, f"{folder}/{entry}", request, shown, deps.tools(), _reads_only(deps)
+            )
+            nxt = RouteOutcome("auto", read, [(read, 1.0)], 0.0, None)
         else:
             nxt = _next(deps, request, window, tried)
             if (
@@ -564,7 +587,7 @@ def _loop(
         if nxt.tool is None:
             break
         qualified, operation = nxt.tool, nxt.operation
-    if waiting is not None and (any(s.qualified == first for s in steps) or held == first):
+    if waiting is not None and (any(first in (s.qualified, s.stands_for) for s in steps) or held == first):
         # the write ran, or was tried and held, after its lookup: its own outcome is what the answer reports
         not_run.remove(waiting.unrun)
     if (failed := _changes_not_made(steps, not_run)) is not None:
@@ -572,6 +595,15 @@ def _loop(
     if (partly := _partly_done(steps, not_run)) is not None:
         return partly
     return _answer_prompt(deps, request, history, steps, note), deps.lane, _unchanged(request, steps, note)
+
+
+def _found_since(tried: Sequence[CallSoFar], qualified: str) -> bool:
+    """Whether a call that ran and found something came after ``qualified`` was last held unrun (True when it never
+    was): a write refused again may then be looked up again. Measured on the tune split: "Take September's revenue
+    from the Q3 report in …/reports and write it …" listed the folder for the write that waited, was refused for
+    its placeholder, and ended with the report unread and a call left."""
+    last = max((i for i, c in enumerate(tried) if c.tool == qualified and not c.ran), default=None)
+    return last is None or any(c.ran and not c.failed and not c.empty for c in tried[last + 1 :])
 
 
 def searched_by_description(tool: Tool, args: dict[str, Any], request: Request) -> dict[str, Any]:
@@ -813,6 +845,48 @@ def _filled(value: Any, slot: str, filler: str) -> Any:
     return value
 
 
+def _value_read(deps: TurnDeps, request: Request, slot: str, reads: Sequence[_Step]) -> str | None:
+    """The value ``slot`` stands for in the output of a read of this turn, as the model answers
+    :data:`VALUE_QUESTION` over that output alone (the read of ``slot`` when it is a path the request takes a value
+    from, else the last read); None when its reply is empty or is not in that output as written (a value no read
+    returned is not written).
+
+    Measured on the multi-step tune tasks (qwen1.5b): asked inside the whole call's arguments, with the output in
+    the step's view, "write it … as 'September: <amount>'" kept "<amount>", and "call Ravi on his number from
+    …/contacts.csv" wrote the path, even when the rewrite was told what the placeholder was."""
+    if slot.startswith("/"):
+        source = next((s for s in reversed(reads) if slot in _paths_read([s])), None)
+        before = re.search(rf"((?:[\w'-]+\s+){{1,4}})(?:from|in)\s+{re.escape(slot)}", request.text)
+        what = f'"{before.group(1).strip()}"' if before else f"what it takes from {slot}"
+    else:
+        # not a listing made in place of a read: the file's name is not the value in it
+        source = next((s for s in reversed(reads) if s.instead_of is None), None)
+        what = slot
+    if source is None:
+        return None
+    args = json.dumps(source.arguments, ensure_ascii=False)
+    prompt = VALUE_QUESTION.format(
+        request=request.text, source=f"{source.tool.name} {args}", data=whole(source.text, 1500), what=what
+    )
+    messages = [{"role": "system", "content": SYSTEM_CHAT}, {"role": "user", "content": prompt}]
+    reply = deps.backend.chat(messages, lane=CHAT, max_tokens=32, keep=False).text
+    value = (reply.strip().splitlines() or [""])[0].strip().strip("`'\"").strip()
+    # in the output as a whole word or words: a stray "a" or "-" of a reply is no value
+    found = re.search(rf"(?<!\w){re.escape(value)}(?!\w)", source.text, re.IGNORECASE) if value else None
+    if found is None or not any(c.isalnum() for c in value) or value.lower() == slot.lower():
+        return None
+    return found.group()
+
+
+def _with_value(args: dict[str, Any], slot: str, value: str) -> dict[str, Any]:
+    """``args`` with ``slot`` replaced by ``value``: a source's path with the word before it ("his number from
+    …/contacts.csv" → "his number 555-0199"), a placeholder as it is."""
+    if not slot.startswith("/"):
+        return dict(_filled(args, slot, value))
+    out = _filled(args, f" from {slot}", f" {value}")
+    return dict(_filled(_filled(out, f" in {slot}", f" {value}"), slot, value))
+
+
 def _repository_as_value(args: Mapping[str, Any], request: Request) -> tuple[str, str] | None:
     """The first top-level argument, not a repository's own (``owner``, ``repo``…), whose value is one of the
     repositories the request names, or a path under it ("acme/docs", "acme/web/ui-label-color"), as
@@ -992,15 +1066,23 @@ def _overwrites_read(
     tool: Tool, steps: Sequence[_Step], args: Mapping[str, Any], request: Request
 ) -> tuple[str, list[str]] | None:
     """Why a call of a tool that overwrites (its description says so) may not run, and the parameters naming its
-    object: that object (a path argument) is one a read of this turn just read, so it exists, and the request does
-    not ask for it to be replaced whole. None when it may.
+    object: that object (a path argument) is one a read of this turn just read, or a listing of this turn listed,
+    so it exists, and the request does not ask for it to be replaced whole. None when it may.
 
     Measured on the multi-step check tasks (qwen1.5b): after reading contacts.csv, "Change Maria Gonzalez's phone
     number" was written as the whole file's new text, by a model that cannot copy a file's every line; on tune,
     "tick it off in …/todo.md" left a one-line list."""
     if not _overwrite_unasked(tool, request):
         return None
-    read = {v for s in steps if s.read for v in s.arguments.values() if isinstance(v, str)}
+    read = {v for s in steps if s.read for v in s.arguments.values() if isinstance(v, str)} | set(_paths_read(steps))
+    # or a listing of this turn shows it in its folder: measured on the tune split, "Add that date to the budget item
+    # in …/todo.md" listed …/notes, then replaced todo.md whole with one line
+    read |= {
+        f"{str(s.arguments['path']).rstrip('/')}/{name}"
+        for s in steps
+        if s.read and s.instead_of is not None
+        for name in listed_files(s.text)
+    }
     named = {k: v for k, v in args.items() if isinstance(v, str) and _NAMES_OBJECT.search(k) and v in read}
     if not named:
         return None
@@ -1183,6 +1265,43 @@ def _write_args(
     return result.arguments
 
 
+def _paths_read(steps: Sequence[_Step]) -> list[str]:
+    """The local paths the successful reads of ``steps`` were given, by ``path`` or in a list of ``paths``."""
+    found: list[str] = []
+    for s in steps:
+        if s.read:
+            given = s.arguments.get("paths")
+            found += [
+                p
+                for p in ([s.arguments.get("path")] + (given if isinstance(given, list) else []))
+                if isinstance(p, str)
+            ]
+    return found
+
+
+def _reads_only(deps: TurnDeps) -> Callable[[str], bool]:
+    """Whether a tool of ``deps`` is one that runs without confirmation (it reads)."""
+    return lambda q: not needs_confirmation(deps.annotations(q))
+
+
+def _instead(
+    deps: TurnDeps,
+    tool: Tool,
+    instead: tuple[str, dict[str, Any]],
+    why: str,
+    request: Request,
+    history: list[dict[str, str]],
+    steps: list[_Step],
+    step: int,
+    emit: Emit,
+    check: Callable[[], None],
+) -> _Step | _Halt:
+    """The read ``instead`` (tool, its arguments) made in this step in place of ``tool``'s call, reported as such."""
+    emit(ToolSkippedEvent(name=tool.name, server=tool.server, reason=why, step=step))
+    emit(RouteEvent(decision="auto", tool=instead[0], candidates=[Candidate(name=instead[0], score=1.0)], step=step))
+    return _call_step(deps, instead[0], None, request, history, steps, step, emit, check, given=instead[1])
+
+
 def _call_step(
     deps: TurnDeps,
     qualified: str,
@@ -1250,9 +1369,12 @@ def _call_step(
             )
         )
         emit(RouteEvent(decision="auto", tool=editor, candidates=[Candidate(name=editor, score=1.0)], step=step))
-        return _call_step(deps, editor, None, request, history, steps, step, emit, check)
-    slot = _unfilled(args, request) if needs_confirmation(annotations) else None
+        made = _call_step(deps, editor, None, request, history, steps, step, emit, check)
+        return replace(made, stands_for=qualified) if isinstance(made, _Step) else made
     reads = [s for s in steps if s.read]
+    slot = None
+    if needs_confirmation(annotations):
+        slot = _unfilled(args, request) or source_in_text(args, request, _paths_read(reads))
     if slot is not None and slot.startswith("@"):
         # a login's placeholder ("mentioning them by @login") and one login the reads returned where the request
         # looks ("whoever is assigned": assignees): it is that login. Measured on the multi-step tune tasks
@@ -1261,6 +1383,10 @@ def _call_step(
         if len(logins) == 1:
             args = _filled(args, slot, f"@{logins[0]}")
             slot = _unfilled(args, request)
+    if slot is not None and reads and repair is None and (value := _value_read(deps, request, slot, reads)):
+        # asked alone over the output it is in, the value the placeholder (or the source's path) stands for
+        args = _with_value(args, slot, value)
+        slot = _unfilled(args, request) or source_in_text(args, request, _paths_read(reads))
     if slot is not None:
         # measured on the multi-step tune tasks (qwen1.5b): "write it … as 'September: <amount>'" wrote the text
         # with "<amount>" in it, and "mentioning them by @login" a comment saying "@login". Refused like a number
@@ -1282,15 +1408,37 @@ def _call_step(
                 placeholder=hint,
             )
         why = f"{slot} is the request's placeholder for a value not looked up yet"
+        if slot.startswith("/"):
+            why = f"its text holds {slot}, where the value is, not the value"
         return _Halt("arguments", why, tool.name, tool.server, refused=args)
-    if needs_confirmation(annotations) and (misplaced := _repository_as_value(args, request)) is not None:
-        # measured on the multi-step tune tasks (qwen1.5b): "a 'good first issue' label … with the same colour
-        # acme/docs uses for it" was created with the colour "acme/docs". Refused like a placeholder, so the next
-        # step reads the value there first.
-        why = f"{misplaced[0]} names a repository where the value is, not the value; it was not looked up yet"
-        return _Halt("arguments", why, tool.name, tool.server, refused=args, where=misplaced[1])
+    misplaced = _repository_as_value(args, request) if needs_confirmation(annotations) else None
+    if misplaced is not None:
+        param = misplaced[0].split("=", 1)[0]
+        found = value_at(args, param, misplaced[1], request, [(s.arguments, s.text) for s in reads])
+        if found is not None:
+            args = found  # read there already: the described row's field of that name
+        else:
+            # measured on the multi-step tune tasks (qwen1.5b): "a 'good first issue' label … with the same colour
+            # acme/docs uses for it" was created with the colour "acme/docs". Refused like a placeholder, so the
+            # next step reads the value there first.
+            why = f"{misplaced[0]} names a repository where the value is, not the value; it was not looked up yet"
+            return _Halt("arguments", why, tool.name, tool.server, refused=args, where=misplaced[1])
     if at is not None and not needs_confirmation(annotations):
         args = _in_repository(tool, args, at)  # the read of a value in the repository a refused write named
+    if not needs_confirmation(annotations) and given is None:
+        said = "\n".join([conversation_text(request.text, history), *(s.text for s in steps)])
+        listed = [str(s.arguments.get("path", "")) for s in reads]
+        instead = listing_first(tool, args, request, said, listed, deps.tools(), _reads_only(deps))
+        if instead is not None:
+            why = f"{args['path']} is a file nobody named: {instead[1]['path']} is listed first"
+            listing = _instead(deps, tool, instead, why, request, history, steps, step, emit, check)
+            return replace(listing, instead_of=(qualified, dict(args))) if isinstance(listing, _Step) else listing
+    if needs_confirmation(annotations) and repair is None and len(steps) + 2 <= deps.max_steps:
+        reader = next((s.qualified for s in reversed(reads) if isinstance(s.arguments.get("path"), str)), None)
+        source = unread_source(tool, args, request, _paths_read(reads), reader)
+        if source is not None:
+            why = f"it waited for a read of {source[1]['path']}, which the request names as where its value is"
+            return _instead(deps, tool, source, why, request, history, steps, step, emit, check)
     results = [s.text for s in steps]
     seen = [*history, {"role": "assistant", "content": note}] if note else history
     if needs_confirmation(annotations):
