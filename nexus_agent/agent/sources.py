@@ -8,6 +8,7 @@ the model's to get wrong:
   turn, lists that folder instead (the file was made up from a description);
 * :func:`unread_source`: a local write waits for a read of each other file the request names by its whole path;
 * :func:`source_in_text`: a text that holds the source's path in place of the value read there is written again;
+* :func:`found_object_read`: a write refused after a search that found its object reads that object whole next;
 * :func:`value_at`: a value written as the repository it is at takes the same-named field of the row read there
   that the request describes.
 
@@ -21,8 +22,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from nexus_agent.agent.grounding import described_row
+from nexus_agent.agent.grounding import NUMBER_FIELD, described_row
 from nexus_agent.agent.request import Request
+from nexus_agent.agent.view import numbered
 from nexus_agent.registry import Tool
 from nexus_agent.signature import mentioned, words
 
@@ -259,3 +261,52 @@ def value_at(
             continue
     row = rows[0] if len(rows) == 1 else described_row(rows, request)
     return {**args, param: row[param]} if row is not None else None
+
+
+def found_object_read(
+    search: Tool,
+    given: Mapping[str, Any],
+    text: str,
+    request: Request,
+    tools: Mapping[str, Tool],
+    read_only: Callable[[str], bool],
+    read_before: Sequence[tuple[str, Mapping[str, Any]]],
+) -> tuple[str, dict[str, Any]] | None:
+    """The read of the object a search (``search``, called with ``given``, returned ``text``) found that the request
+    describes (:func:`grounding.described_row`): the server's read-only tool for that kind of object
+    (``search_pull_requests`` → ``pull_request_read`` or ``get_pull_request``), with its number, the search's
+    ``owner`` and ``repo``, and its ``get`` operation when it has operations. None when the search is no
+    ``search_…`` tool, no row is described, there is no such tool, or a call of this turn (``read_before``) read
+    that object already.
+
+    Measured on the multi-step tune tasks (qwen1.5b): "start a branch … from the branch of the rate limiting PR"
+    found PR #5 by a search (its rows carry no head branch), then wrote ``from_branch: "5"`` twice; the read of the
+    pull request, which names its head branch, was never made."""
+    if not search.name.startswith("search_"):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    rows = [numbered(r) for r in (data.get("items") if isinstance(data, dict) else data) or [] if isinstance(r, dict)]
+    row = described_row(rows, request)  # a lone row too: a search's only row may be another object
+    if row is None or not isinstance(row.get("number"), int):
+        return None
+    noun = search.name[len("search_") :].rstrip("s")
+    for q, t in tools.items():
+        if t.server != search.server or t.name not in (f"{noun}_read", f"get_{noun}") or not read_only(q):
+            continue
+        props = t.input_schema.get("properties") or {}
+        number = next((k for k in props if NUMBER_FIELD.search(k)), None)
+        if number is None:
+            return None
+        args: dict[str, Any] = {k: given[k] for k in ("owner", "repo") if k in props and k in given}
+        args[number] = row["number"]
+        if t.operation_param is not None:
+            if "get" not in t.operations():
+                return None
+            args[t.operation_param] = "get"
+        if any(q == done and all(a.get(k) == v for k, v in args.items()) for done, a in read_before):
+            return None
+        return q, args
+    return None

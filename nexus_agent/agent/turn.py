@@ -81,6 +81,7 @@ from nexus_agent.agent.recall import Recalled
 from nexus_agent.agent.request import Request
 from nexus_agent.agent.sources import (
     described_entry,
+    found_object_read,
     listed_files,
     listing_first,
     read_again,
@@ -460,6 +461,7 @@ def _loop(
     at: str | None = None  # where the next read reads: a repository a refused write named, or a folder it is in
     # the arguments the next step is given: a staging step the waiting write needs first, or a read made again
     staging: dict[str, Any] | None = None
+    retry: tuple[str, str | None] | None = None  # a refused write made again after the read of its found object
     while True:
         purpose = waiting.note if waiting is not None and len(steps) == before else None
         got = _call_step(
@@ -477,6 +479,7 @@ def _loop(
             given=staging,
         )
         at, staged, staging = None, staging is not None, None
+        retrying, retry = retry, None
         at_first = step == before + 1  # the routed tool's own step
         if isinstance(got, _Halt) and at_first:
             if got.stage == "skip":
@@ -495,7 +498,28 @@ def _loop(
             # …/reports into it" made the folder, then the move named a file nobody had named, and the turn ended
             # with the report still to be listed); without a lookup it is held as any later halt is.
             refused = CallSoFar(qualified, got.refused, f"not run: {got.message}", failed=True, ran=False)
-            nxt = _next(deps, request, window, [*tried, refused])
+            got_tool = qualified
+            last = steps[-1] if steps and not at_first and steps[-1].read else None
+            found = (
+                found_object_read(
+                    last.tool,
+                    last.arguments,
+                    last.text,
+                    request,
+                    deps.tools(),
+                    _reads_only(deps),
+                    [(s.qualified, s.arguments) for s in steps],
+                )
+                if last is not None
+                else None
+            )
+            nxt: RouteOutcome | None
+            if found is not None:
+                # the object the search found, read whole: its fields the search's rows do not carry (a pull
+                # request's head branch) are what the refused write needs
+                nxt = RouteOutcome("auto", found[0], [(found[0], 1.0)], 0.0, None)
+            else:
+                nxt = _next(deps, request, window, [*tried, refused])
             if nxt is not None and nxt.tool is not None:
                 tried.append(refused)
                 not_run.append(f"{got.name or qualified} was not run: {got.message}")
@@ -503,6 +527,10 @@ def _loop(
                 step += 1
                 _emit_route(emit, nxt, step)
                 qualified, operation, at = nxt.tool, nxt.operation, got.where
+                staging = found[1] if found is not None else None
+                # after the object's read, the refused write is written again (the decision after it had read
+                # the pull request's status instead)
+                retry = (got_tool, operation) if found is not None else None
                 continue
             if at_first:
                 emit(ErrorEvent(stage=got.stage, message=got.message))
@@ -558,6 +586,8 @@ def _loop(
         elif staged and isinstance(got, _Step) and got.writes:
             # the files were staged: the write that waited for them follows
             nxt = RouteOutcome("auto", first, [(first, 1.0)], 0.0, first_op)
+        elif retrying is not None and got.read:
+            nxt = RouteOutcome("auto", retrying[0], [(retrying[0], 1.0)], 0.0, retrying[1])
         elif got.instead_of is not None and (entry := described_entry(got.text, request)) is not None:
             # the folder was listed in place of a made-up file: the read is made again, of the file described
             folder = str(got.arguments["path"]).rstrip("/")

@@ -234,3 +234,46 @@ def test_in_a_turn_the_folder_is_listed_and_the_described_file_read_before_the_w
     assert len(skipped) == 1 and "is a file nobody named" in skipped[0].reason
     # one decision was asked, for the write, after the read made again: the budget's three calls were made then
     assert [[c.tool for c in seen] for seen in router.seen] == [[LIST.qualified_name, READ.qualified_name]]
+
+
+PR_READ = Tool(
+    "github",
+    "pull_request_read",
+    "Get information on a specific pull request.",
+    {
+        "type": "object",
+        "properties": {
+            "method": {"type": "string", "enum": ["get", "get_diff", "get_status"]},
+            "owner": S,
+            "repo": S,
+            "pullNumber": {"type": "number"},
+        },
+        "required": ["method", "owner", "repo", "pullNumber"],
+    },
+    read_only_hint=True,
+)
+SEARCH_PRS = Tool(
+    "github",
+    "search_pull_requests",
+    "Search pull requests.",
+    {"type": "object", "properties": {"query": S, "owner": S, "repo": S}, "required": ["query"]},
+    read_only_hint=True,
+)
+
+
+def test_a_write_refused_after_a_search_reads_the_object_found() -> None:
+    from nexus_agent.agent.sources import found_object_read
+
+    request = Request.parse("In acme/api, start a branch called feature/x from the branch of the rate limiting PR.")
+    tools = {t.qualified_name: t for t in (PR_READ, SEARCH_PRS)}
+    given = {"query": "rate limit", "owner": "acme", "repo": "api"}
+    found = json.dumps({"total_count": 1, "items": [{"number": 5, "title": "Add token bucket rate limiter"}]})
+    got = found_object_read(SEARCH_PRS, given, found, request, tools, lambda q: True, [])
+    assert got == (PR_READ.qualified_name, {"owner": "acme", "repo": "api", "pullNumber": 5, "method": "get"})
+    # read already this turn, a row the request does not describe, or no search: nothing to read
+    assert found_object_read(SEARCH_PRS, given, found, request, tools, lambda q: True, [got]) is None
+    other = json.dumps({"items": [{"number": 9, "title": "Bump the docs theme"}]})
+    assert found_object_read(SEARCH_PRS, given, other, request, tools, lambda q: True, []) is None
+    assert found_object_read(PR_READ, given, found, request, tools, lambda q: True, []) is None
+    # a read tool that may write is not one to call unasked
+    assert found_object_read(SEARCH_PRS, given, found, request, tools, lambda q: False, []) is None
