@@ -993,6 +993,33 @@ def _refers_to_created(tool: Tool, args: dict[str, Any], request: Request, steps
     return out
 
 
+# "tag the … issue as a good first issue (keep …)", "label it as wontfix": the label the request names after "as"
+_TAGGED_AS = re.compile(
+    r"\b(?:tag|label|mark)\w*\b[^.;:]*?\bas\s+(?:an?\s+)?([\w:/-]+(?:\s+[\w:/-]+){0,3}?)\s*"
+    r"(?=$|[(.,;!]|\s+(?:and|but|keep\w*|too|as well)\b)",
+    re.IGNORECASE,
+)
+# what "mark it as …" says of a state, not a label
+_STATE_AS = frozenset(
+    {"closed", "open", "opened", "completed", "complete", "done", "resolved", "read", "ready", "draft"}
+)
+
+
+def _with_label_named(args: dict[str, Any], request: Request) -> dict[str, Any]:
+    """``args`` of a write that sets ``labels``, with the label the request names after "tag/label/mark … as"
+    added when the list lacks it; ``args`` unchanged otherwise. Measured on the tune split (qwen1.5b): "tag the acme/api
+    issue about the health endpoint as a good first issue (keep whatever labels it already has)" was written
+    ``"labels": ["enhancement"]``, its labels before, without the new one."""
+    labels = args.get("labels")
+    m = _TAGGED_AS.search(request.text)
+    if not isinstance(labels, list) or m is None:
+        return args
+    named = m.group(1).strip()
+    if named.lower() in _STATE_AS or any(isinstance(x, str) and x.lower() == named.lower() for x in labels):
+        return args
+    return {**args, "labels": [*labels, named]}
+
+
 def _stages_first(
     deps: TurnDeps, waiting: str, request: Request, steps: Sequence[_Step]
 ) -> tuple[str, dict[str, Any]] | None:
@@ -1473,6 +1500,7 @@ def _call_step(
     seen = [*history, {"role": "assistant", "content": note}] if note else history
     if needs_confirmation(annotations):
         args = _refers_to_created(tool, args, request, steps)
+        args = _with_label_named(args, request)
     decision = decide(tool, annotations, args, request, seen, deps.auto_yes, results)
     if isinstance(decision, Refuse) and (files := _files_described(tool, args, request, results)) is not None:
         # the files in the state the request describes, as the turn's status listed them: measured on the tune

@@ -277,3 +277,20 @@ def test_a_write_refused_after_a_search_reads_the_object_found() -> None:
     assert found_object_read(PR_READ, given, found, request, tools, lambda q: True, []) is None
     # a read tool that may write is not one to call unasked
     assert found_object_read(SEARCH_PRS, given, found, request, tools, lambda q: False, []) is None
+
+
+def test_the_label_the_request_tags_with_is_in_the_labels_written() -> None:
+    from nexus_agent.agent.turn import _with_label_named
+
+    def labels(request: str, written: list[str]) -> Any:
+        return _with_label_named({"issue_number": 7, "labels": written}, Request.parse(request))["labels"]
+
+    keep = "tag the acme/api issue about the health endpoint as a good first issue (keep whatever labels it has)"
+    assert labels(keep, ["enhancement"]) == ["enhancement", "good first issue"]
+    assert labels(keep, ["enhancement", "Good First Issue"]) == ["enhancement", "Good First Issue"]  # there already
+    assert labels("mark it as priority:high, keeping its labels", ["bug"]) == ["bug", "priority:high"]
+    # a state is no label, and nothing named after "as": unchanged
+    assert labels("mark it as closed", ["bug"]) == ["bug"]
+    assert labels("Add the bug label to acme/web #6.", ["bug"]) == ["bug"]
+    # a write that sets no labels is left alone
+    assert _with_label_named({"state": "closed"}, Request.parse(keep)) == {"state": "closed"}
