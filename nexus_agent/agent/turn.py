@@ -499,7 +499,10 @@ def _loop(
             # with the report still to be listed); without a lookup it is held as any later halt is.
             refused = CallSoFar(qualified, got.refused, f"not run: {got.message}", failed=True, ran=False)
             got_tool = qualified
-            last = steps[-1] if steps and not at_first and steps[-1].read else None
+            # only for a value the search's rows could not give: a number they could (an invented one) stays refused
+            named = [k for k in got.refused if re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", got.message)]
+            beyond_rows = bool(named) and not any(NUMBER_FIELD.search(k) or IDENTIFIER.search(k) for k in named)
+            last = steps[-1] if steps and not at_first and steps[-1].read and beyond_rows else None
             found = (
                 found_object_read(
                     last.tool,
@@ -1344,7 +1347,7 @@ def _reads_only(deps: TurnDeps) -> Callable[[str], bool]:
 def _instead(
     deps: TurnDeps,
     tool: Tool,
-    instead: tuple[str, dict[str, Any]],
+    instead: tuple[str, dict[str, Any] | None],
     why: str,
     request: Request,
     history: list[dict[str, str]],
@@ -1353,7 +1356,8 @@ def _instead(
     emit: Emit,
     check: Callable[[], None],
 ) -> _Step | _Halt:
-    """The read ``instead`` (tool, its arguments) made in this step in place of ``tool``'s call, reported as such."""
+    """The call ``instead`` (a tool, and its arguments, or None to write them) made in this step in place of
+    ``tool``'s, reported as such: a skip that says why, and the route to it."""
     emit(ToolSkippedEvent(name=tool.name, server=tool.server, reason=why, step=step))
     emit(RouteEvent(decision="auto", tool=instead[0], candidates=[Candidate(name=instead[0], score=1.0)], step=step))
     return _call_step(deps, instead[0], None, request, history, steps, step, emit, check, given=instead[1])
@@ -1420,13 +1424,8 @@ def _call_step(
         # the same server's write that changes part of it, in this step: measured on the multi-step tune tasks
         # (qwen1.5b), "tick it off in …/todo.md" and "Replace the TODO placeholder in …" read the file, then chose
         # write_file, and the turn ended with nothing changed
-        emit(
-            ToolSkippedEvent(
-                name=tool.name, server=tool.server, reason=f"{why}: {editor} changes it in place", step=step
-            )
-        )
-        emit(RouteEvent(decision="auto", tool=editor, candidates=[Candidate(name=editor, score=1.0)], step=step))
-        made = _call_step(deps, editor, None, request, history, steps, step, emit, check)
+        why = f"{why}: {editor} changes it in place"
+        made = _instead(deps, tool, (editor, None), why, request, history, steps, step, emit, check)
         return replace(made, stands_for=qualified) if isinstance(made, _Step) else made
     reads = [s for s in steps if s.read]
     slot = None
@@ -1440,7 +1439,13 @@ def _call_step(
         if len(logins) == 1:
             args = _filled(args, slot, f"@{logins[0]}")
             slot = _unfilled(args, request)
-    if slot is not None and reads and repair is None and (value := _value_read(deps, request, slot, reads)):
+    if (
+        slot is not None
+        and not slot.startswith("@")  # a login: only the one the reads returned where the request looks, above
+        and reads
+        and repair is None
+        and (value := _value_read(deps, request, slot, reads))
+    ):
         # asked alone over the output it is in, the value the placeholder (or the source's path) stands for
         args = _with_value(args, slot, value)
         slot = _unfilled(args, request) or source_in_text(args, request, _paths_read(reads))
