@@ -498,7 +498,6 @@ def _loop(
             # …/reports into it" made the folder, then the move named a file nobody had named, and the turn ended
             # with the report still to be listed); without a lookup it is held as any later halt is.
             refused = CallSoFar(qualified, got.refused, f"not run: {got.message}", failed=True, ran=False)
-            got_tool = qualified
             # only for a value the search's rows could not give: a number they could (an invented one) stays refused
             named = [k for k in got.refused if re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", got.message)]
             beyond_rows = bool(named) and not any(NUMBER_FIELD.search(k) or IDENTIFIER.search(k) for k in named)
@@ -529,11 +528,11 @@ def _loop(
                 emit(ToolSkippedEvent(name=got.name, server=got.server, reason=got.message, step=step))
                 step += 1
                 _emit_route(emit, nxt, step)
-                qualified, operation, at = nxt.tool, nxt.operation, got.where
+                # after the object's read, the refused write (its operation too) is written again: the decision
+                # after it had read the pull request's status instead
+                retry = (qualified, operation) if found is not None else None
                 staging = found[1] if found is not None else None
-                # after the object's read, the refused write is written again (the decision after it had read
-                # the pull request's status instead)
-                retry = (got_tool, operation) if found is not None else None
+                qualified, operation, at = nxt.tool, nxt.operation, got.where
                 continue
             if at_first:
                 emit(ErrorEvent(stage=got.stage, message=got.message))

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from nexus_agent.agent.args import ArgumentWriter
 from nexus_agent.agent.request import Request
 from nexus_agent.agent.sources import (
     described_entry,
@@ -294,3 +295,48 @@ def test_the_label_the_request_tags_with_is_in_the_labels_written() -> None:
     assert labels("Add the bug label to acme/web #6.", ["bug"]) == ["bug"]
     # a write that sets no labels is left alone
     assert _with_label_named({"state": "closed"}, Request.parse(keep)) == {"state": "closed"}
+
+
+def test_in_a_turn_a_branch_refused_after_the_search_reads_the_pull_request_then_is_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The loop on the tiny model, routing and arguments scripted: the search's rows carry no head branch, so the
+    write refused for its branch is followed by the read of the pull request found, and then written again."""
+    from nexus_agent.agent.history import Conversation
+    from nexus_agent.agent.turn import CallResult, run_turn
+    from nexus_agent.engine import Engine, EngineConfig
+    from tests.agent.test_local_paths import CREATE_BRANCH
+    from tests.agent.test_loop import _deps, _Script
+
+    branches = iter(["rate-limiting-pr", "5", "feature/rate-limit"])
+
+    def write(self: Any, tool: Tool, *a: Any, **k: Any) -> Any:
+        if tool.name == SEARCH_PRS.name:
+            args: dict[str, Any] = {"query": "rate limit", "owner": "acme", "repo": "api"}
+        else:
+            args = {"owner": "acme", "repo": "api", "branch": "feature/x", "from_branch": next(branches)}
+        return SimpleNamespace(arguments=args, schema_error=None)
+
+    monkeypatch.setattr(ArgumentWriter, "write", write)
+    pr = {"number": 5, "title": "Add token bucket rate limiter", "head": {"ref": "feature/rate-limit"}}
+    results: dict[str, CallResult | Exception] = {
+        SEARCH_PRS.qualified_name: CallResult(json.dumps({"items": [{"number": 5, "title": pr["title"]}]}), False),
+        PR_READ.qualified_name: CallResult(json.dumps(pr), False),
+        CREATE_BRANCH.qualified_name: CallResult(json.dumps({"ref": "refs/heads/feature/x"}), False),
+    }
+    tools = {t.qualified_name: t for t in (SEARCH_PRS, PR_READ, CREATE_BRANCH)}
+    router = _Script(CREATE_BRANCH.qualified_name, [SEARCH_PRS.qualified_name, CREATE_BRANCH.qualified_name])
+    calls: list[tuple[str, dict[str, Any]]] = []
+    request = "In acme/api, start a branch called feature/x from the branch of the rate limiting PR."
+    engine = Engine(EngineConfig(model="tiny", n_ctx=4096, n_threads=1))
+    try:
+        deps = _deps(engine, router, tools, calls, results, max_steps=3)
+        reads = {SEARCH_PRS.qualified_name: {"readOnlyHint": True}, PR_READ.qualified_name: {"readOnlyHint": True}}
+        run_turn(replace(deps, annotations=reads.get), Conversation(), request, lambda e: None)
+    finally:
+        engine.close()
+    assert [c[0] for c in calls] == [SEARCH_PRS.qualified_name, PR_READ.qualified_name, CREATE_BRANCH.qualified_name]
+    assert calls[1][1] == {"owner": "acme", "repo": "api", "pullNumber": 5, "method": "get"}
+    assert calls[2][1]["from_branch"] == "feature/rate-limit"
+    # the decision was asked for the search and for the write after it, not after the pull request's read
+    assert len(router.seen) == 2
