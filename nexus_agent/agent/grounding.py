@@ -251,14 +251,26 @@ def _local(args: Mapping[str, Any]) -> bool:
 
 
 def _names_file(value: str, text: str) -> bool:
+    """Whether ``text`` names the path ``value`` (:func:`names_path`); the folder itself or a pattern is named
+    always, as it is no one file's name."""
+    base = value.rstrip("/").rsplit("/", 1)[-1]
+    if base in ("", ".", "..") or any(ch in base for ch in "*?["):
+        return True  # the folder itself, or a pattern: no one file's name
+    return names_path(value, text)
+
+
+def names_path(value: str, text: str) -> bool:
     """Whether ``text`` names the path ``value``: the whole path, or its last part as a word of its own
     ("ideas-2026.txt" in "rename it to ideas-2026.txt", "src/calc.py" in a status line); "Q2-report" is not
     named by "the Q2 report", nor "tax-return.pdf" by "the tax return PDF"."""
     base = value.rstrip("/").rsplit("/", 1)[-1]
-    if base in ("", ".", "..") or any(ch in base for ch in "*?["):
-        return True  # the folder itself, or a pattern: no one file's name
     low = text.lower()
     return value.lower() in low or bool(re.search(rf"(?<![\w.-]){re.escape(base.lower())}(?![\w-]|\.\w)", low))
+
+
+def paths_in(text: str) -> list[str]:
+    """The absolute paths ``text`` writes, without a sentence's closing punctuation."""
+    return [p.rstrip(".,;:!?)") for p in re.findall(r"/[^\s'\"`]+", text)]
 
 
 # a folder the request names as where its object is: "the Q2 report from …/reports", "my recipe in …/recipes"
@@ -351,11 +363,10 @@ def described_files(request: Request | str, results: Sequence[str]) -> list[str]
     return list(dict.fromkeys(found))
 
 
-def _folder(text: str, path: str) -> str:
+def folder_of(text: str, path: str) -> str:
     """The longest path ``text`` writes that ``path`` is inside ("" when none): the part of ``path`` the request
     gave, whose words describe nothing the lookup found."""
-    given = [p.rstrip(".,;:!?)") for p in re.findall(r"/[^\s'\"`]+", text)]
-    inside = [p for p in given if path.startswith(p.rstrip("/") + "/")]
+    inside = [p for p in paths_in(text) if path.startswith(p.rstrip("/") + "/")]
     return max(inside, key=len, default="")
 
 
@@ -408,7 +419,9 @@ def unnamed_paths(
             continue
         values = [x for x in (v if isinstance(v, list) else [v]) if isinstance(x, str)]
         found = [x for x in values if not _names_file(x, named_before)]
-        undescribed = any(described and not mentioned(described, words(x.replace(_folder(own, x), ""))) for x in found)
+        undescribed = any(
+            described and not mentioned(described, words(x.replace(folder_of(own, x), ""))) for x in found
+        )
         if undescribed or (state and any(_in_state(x, state, results) is False for x in found)):
             unnamed[k] = v
     source, destination = args.get("source"), args.get("destination")

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from nexus_agent.agent.grounding import NUMBER_FIELD, described_row
+from nexus_agent.agent.grounding import NUMBER_FIELD, described_row, folder_of, names_path, paths_in
 from nexus_agent.agent.request import Request
 from nexus_agent.agent.view import numbered
 from nexus_agent.registry import Tool
@@ -46,13 +46,6 @@ def _lister(tools: Mapping[str, Tool], server: str, read_only: Callable[[str], b
     return min(found)[1] if found else None
 
 
-def _named(path: str, text: str) -> bool:
-    """Whether ``text`` names ``path``: the whole path, or its file name as a word of its own."""
-    base = path.rstrip("/").rsplit("/", 1)[-1]
-    low = text.lower()
-    return path.lower() in low or bool(re.search(rf"(?<![\w.-]){re.escape(base.lower())}(?![\w-]|\.\w)", low))
-
-
 def listing_first(
     tool: Tool,
     args: Mapping[str, Any],
@@ -73,19 +66,17 @@ def listing_first(
     path = args.get("path")
     if not isinstance(path, str) or not path.startswith("/"):
         return None
-    given = [p.rstrip(".,;:!?)").rstrip("/") for p in re.findall(r"/[^\s'\"`]+", request.text)]
     if "." not in path.rsplit("/", 1)[-1]:
         # a folder the request names, given to a tool that reads one file: measured on the tune split, "My meeting
         # notes in …/notes say when …" read …/notes itself (EISDIR)
         reads_a_file = "read" in tool.name.lower() and list(tool.input_schema.get("required") or []) == ["path"]
         folder = path.rstrip("/")
-        if not reads_a_file or folder not in given:
+        if not reads_a_file or folder not in {p.rstrip("/") for p in paths_in(request.text)}:
             return None
     else:
-        folders = [p for p in given if path.startswith(p + "/")]
-        if _named(path, seen) or not folders:
+        folder = folder_of(request.text, path).rstrip("/")
+        if names_path(path, seen) or not folder:
             return None
-        folder = max(folders, key=len)
     if folder in {p.rstrip("/") for p in listed}:
         return None
     lister = _lister(tools, tool.server, read_only)
@@ -203,7 +194,7 @@ def described_entry(listing: str, request: Request) -> str | None:
     # description elsewhere (Request.describing keeps words of 3 letters or more); a path's words name, not describe
     # ("…/notes/todo.md" does not describe todo.md as the "meeting notes")
     codes = {w for w in request.words if len(w) == 2 and any(c.isdigit() for c in w) and any(c.isalpha() for c in w)}
-    paths = {w for p in re.findall(r"/[^\s'\"`]+", request.text) for w in words(p)}
+    paths = {w for p in paths_in(request.text) for w in words(p)}
     asked = (request.describing | codes) - paths
     scored = [sum(mentioned({w}, words(name)) for w in asked) for name in names]
     best = max(scored, default=0)

@@ -498,23 +498,7 @@ def _loop(
             # …/reports into it" made the folder, then the move named a file nobody had named, and the turn ended
             # with the report still to be listed); without a lookup it is held as any later halt is.
             refused = CallSoFar(qualified, got.refused, f"not run: {got.message}", failed=True, ran=False)
-            # only for a value the search's rows could not give: a number they could (an invented one) stays refused
-            named = [k for k in got.refused if re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", got.message)]
-            beyond_rows = bool(named) and not any(NUMBER_FIELD.search(k) or IDENTIFIER.search(k) for k in named)
-            last = steps[-1] if steps and not at_first and steps[-1].read and beyond_rows else None
-            found = (
-                found_object_read(
-                    last.tool,
-                    last.arguments,
-                    last.text,
-                    request,
-                    deps.tools(),
-                    _reads_only(deps),
-                    [(s.qualified, s.arguments) for s in steps],
-                )
-                if last is not None
-                else None
-            )
+            found = None if at_first else _found_read(deps, got.refused, got.message, steps, request)
             nxt: RouteOutcome | None
             if found is not None:
                 # the object the search found, read whole: its fields the search's rows do not carry (a pull
@@ -627,6 +611,22 @@ def _loop(
     if (partly := _partly_done(steps, not_run)) is not None:
         return partly
     return _answer_prompt(deps, request, history, steps, note), deps.lane, _unchanged(request, steps, note)
+
+
+def _found_read(
+    deps: TurnDeps, refused: Mapping[str, Any], why: str, steps: Sequence[_Step], request: Request
+) -> tuple[str, dict[str, Any]] | None:
+    """The read of the object the last step's search found (:func:`sources.found_object_read`), for a write refused
+    (``refused``: its arguments; ``why``: the refusal) for a value the search's rows could not give; None otherwise.
+    Only such a value: a number the rows do give (an invented one) stays refused."""
+    named = [k for k in refused if re.search(rf"(?<![\w-]){re.escape(k)}(?![\w-])", why)]
+    if not named or any(NUMBER_FIELD.search(k) or IDENTIFIER.search(k) for k in named):
+        return None
+    if not steps or not steps[-1].read:
+        return None
+    last = steps[-1]
+    done = [(s.qualified, s.arguments) for s in steps]
+    return found_object_read(last.tool, last.arguments, last.text, request, deps.tools(), _reads_only(deps), done)
 
 
 def _found_since(tried: Sequence[CallSoFar], qualified: str) -> bool:
