@@ -46,7 +46,13 @@ from nexus_agent.agent.events import (
     ToolResultEvent,
     ToolSkippedEvent,
 )
-from nexus_agent.agent.grounding import NUMBER_FIELD, conversation_text, described_files, identifier_given
+from nexus_agent.agent.grounding import (
+    NUMBER_FIELD,
+    conversation_text,
+    described_files,
+    identifier_given,
+    paths_in,
+)
 from nexus_agent.agent.history import (
     Call,
     Conversation,
@@ -68,6 +74,7 @@ from nexus_agent.agent.prompts import (
     REPAIR,
     SYSTEM_CHAT,
     SYSTEM_MAIN,
+    TEXT_QUESTION,
     TOOL_DATA,
     TOOL_DONE,
     TOOL_EMPTY,
@@ -866,6 +873,59 @@ def _unfilled(args: Mapping[str, Any], request: Request) -> str | None:
     return next((slot for slot in request.slots if slot.lower() in text), None)
 
 
+def _echoed(tool: Tool, args: Mapping[str, Any], request: Request) -> str | None:
+    """The free-text parameter of ``tool`` whose value in ``args`` is the request itself (at least 6 words, and at
+    least four fifths of the request's words in the request's order), else None. A request that quotes its text
+    is not echoed: the quote is the value.
+
+    Measured on the multi-step tune tasks (qwen1.5b): "Merge acme/api PR 6, then leave a comment on it with the
+    merge commit SHA" merged, then commented the request, word for word."""
+    own = re.findall(r"\w+", request.text.lower())
+    if len(own) < 6:
+        return None
+    props = tool.input_schema.get("properties") or {}
+    for name, value in args.items():
+        if not isinstance(value, str) or (props.get(name) or {}).get("type") != "string":
+            continue
+        if any(q.strip() and q.strip().lower() in value.lower() for q in request.quoted):
+            continue
+        theirs = re.findall(r"\w+", value.lower())
+        if len(theirs) >= 6 and _in_order(own, theirs) >= 0.8 * len(own) and len(theirs) <= 1.5 * len(own):
+            return name
+    return None
+
+
+def _text_asked(deps: TurnDeps, request: Request, tool: Tool, param: str, steps: Sequence[_Step]) -> str | None:
+    """The text of ``tool``'s ``param`` as the model writes it alone (:data:`TEXT_QUESTION`), over the outputs of
+    this turn's calls (``steps``); None when the reply is empty or repeats the request (:func:`_echoed`)."""
+    data = "\n".join(
+        f"{s.tool.name} {json.dumps(s.arguments, ensure_ascii=False)}: {whole(s.text, 600)}" for s in steps
+    )
+    prompt = TEXT_QUESTION.format(request=request.text, data=data or "(no calls yet)", param=param, tool=tool.name)
+    messages = [{"role": "system", "content": SYSTEM_CHAT}, {"role": "user", "content": prompt}]
+    text = deps.backend.chat(messages, lane=CHAT, max_tokens=96, keep=False).text.strip().strip("`").strip()
+    try:
+        # measured (qwen1.5b): replied with the call's arguments as JSON, the text as its ``body``
+        obj = json.loads(text)
+    except ValueError:
+        obj = None
+    if isinstance(obj, dict) and isinstance(obj.get(param), str):
+        text = obj[param].strip()
+    if not any(c.isalnum() for c in text) or _echoed(tool, {param: text}, request) is not None:
+        return None
+    return text
+
+
+def _in_order(a: Sequence[str], b: Sequence[str]) -> int:
+    """The length of the longest common subsequence of the word lists ``a`` and ``b``."""
+    row = [0] * (len(b) + 1)
+    for x in a:
+        prev = 0
+        for j, y in enumerate(b, 1):
+            prev, row[j] = row[j], prev + 1 if x == y else max(row[j], row[j - 1])
+    return row[-1]
+
+
 def _filled(value: Any, slot: str, filler: str) -> Any:
     """``value`` (arguments, or any JSON value in them) with ``slot`` replaced by ``filler`` in its every string."""
     if isinstance(value, str):
@@ -1064,13 +1124,22 @@ def _files_described(
 
 def _folder_named(args: Mapping[str, Any], request: Request) -> str | None:
     """The folder the request names that a refused local write's object path is in ("…/reports" for a made-up
-    ``…/reports/Q2-report``): where the next step lists. None when the write names no such path."""
+    ``…/reports/Q2-report``), or that folder itself given as the object ("move the Q2 report from …/reports"
+    written ``source: "…/reports"``): where the next step lists. None when the write names no such path.
+
+    A whole path the request writes, not a prefix of one: measured on the tune split, the folder ``…/files`` of
+    ``source: "…/files/reports"`` was listed, as every path of the request starts with it."""
+    named = {p.rstrip("/") for p in paths_in(request.text)}
     for k in ("source", "path", "src", "file_path"):
         v = args.get(k)
-        if isinstance(v, str) and v.startswith("/") and "/" in v.rstrip("/")[1:]:
-            folder = v.rstrip("/").rsplit("/", 1)[0]
-            if folder in request.text:
-                return folder
+        if not isinstance(v, str) or not v.startswith("/"):
+            continue
+        v = v.rstrip("/")
+        if v in named and "." not in v.rsplit("/", 1)[-1]:
+            return v
+        folder = v.rsplit("/", 1)[0]
+        if folder in named:
+            return folder
     return None
 
 
@@ -1430,6 +1499,15 @@ def _call_step(
     slot = None
     if needs_confirmation(annotations):
         slot = _unfilled(args, request) or source_in_text(args, request, _paths_read(reads))
+    echo = _echoed(tool, args, request) if needs_confirmation(annotations) and slot is None else None
+    if echo is not None:
+        # the text the request asks for is not the request: asked alone, over what the calls returned; a reply
+        # that repeats the request too is refused, so the request is never written as its own text
+        text = _text_asked(deps, request, tool, echo, steps)
+        if text is None:
+            why = f"its {echo} repeats the request, not the text the request asks for"
+            return _Halt("arguments", why, tool.name, tool.server, refused=args)
+        args = {**args, echo: text}
     if slot is not None and slot.startswith("@"):
         # a login's placeholder ("mentioning them by @login") and one login the reads returned where the request
         # looks ("whoever is assigned": assignees): it is that login. Measured on the multi-step tune tasks

@@ -196,6 +196,12 @@ def test_a_change_made_beside_one_not_made_is_answered_from_the_calls() -> None:
     request = Request.parse("move the Q2 report from /h/reports into /h/archive")
     assert _folder_named({"source": "/h/reports/Q2-report", "destination": "/h/archive/Q2"}, request) == "/h/reports"
     assert _folder_named({"source": "/elsewhere/x", "destination": "/h/archive/x"}, request) is None
+    # the folder itself written as the object is listed; its parent, a prefix of every path named, is not
+    nested = Request.parse("move the Q2 report from /h/files/reports into /h/files/archive/2026-q2")
+    assert _folder_named({"source": "/h/files/reports", "destination": "/h/files/archive/2026-q2"}, nested) == (
+        "/h/files/reports"
+    )
+    assert _folder_named({"source": "/h/files/Q2.csv", "destination": "/h/files/archive/2026-q2"}, nested) is None
 
 
 def test_a_found_file_must_be_in_the_state_described() -> None:

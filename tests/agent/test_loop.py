@@ -19,7 +19,15 @@ from nexus_agent.agent.grounding import result_identifiers, ungrounded_identifie
 from nexus_agent.agent.history import Conversation
 from nexus_agent.agent.request import Request
 from nexus_agent.agent.routing_adapter import AgentRouter
-from nexus_agent.agent.turn import CallResult, RouteOutcome, TurnCancelled, TurnDeps, broadened, run_turn
+from nexus_agent.agent.turn import (
+    CallResult,
+    RouteOutcome,
+    TurnCancelled,
+    TurnDeps,
+    _echoed,
+    broadened,
+    run_turn,
+)
 from nexus_agent.backend import LocalBackend
 from nexus_agent.engine import Engine, EngineConfig
 from nexus_agent.registry import Tool, load_registry, split_key
@@ -1187,3 +1195,47 @@ def test_a_change_for_me_reads_who_i_am_first(
         assert "octo-dev" in str(notes[-1])  # the write's arguments were told the login
     else:
         assert calls == [(issue_write, assign)]
+
+
+def test_a_text_that_repeats_the_request_is_not_the_text_it_asks_for(tools: dict[str, Tool]) -> None:
+    comment = tools["github__add_issue_comment"]
+    request = Request.of("Merge acme/api PR 6, then leave a comment on it with the merge commit SHA.")
+    echoed = {"owner": "acme", "repo": "api", "issue_number": 6, "body": request.text}
+    assert _echoed(comment, echoed, request) == "body"
+    # a few words changed or added still repeat it
+    near = dict(echoed, body="Merged acme/api PR 6; then leave a comment on it with the merge commit SHA please")
+    assert _echoed(comment, near, request) == "body"
+    assert _echoed(comment, dict(echoed, body="Merged in e0f13c0 (merge commit SHA)."), request) is None
+    # a request that quotes its text: the quote is the value, however much of the request it is
+    quoting = Request.of("Comment 'Merge acme/api PR 6 then leave a comment' on acme/api PR 6")
+    assert _echoed(comment, dict(echoed, body="Merge acme/api PR 6 then leave a comment"), quoting) is None
+
+
+@pytest.mark.parametrize("learns", [True, "json", False])
+def test_an_echoed_text_is_asked_alone_then_refused(
+    engine: Engine, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch, learns: bool
+) -> None:
+    request = "Leave a comment on acme/api issue 2 saying which release fixed the rate limiting bug, please."
+    _write_args(monkeypatch, lambda name: {"owner": "acme", "repo": "api", "issue_number": 2, "body": request})
+    asked: list[str] = []
+    real_chat = LocalBackend.chat
+
+    def chat(self: Any, messages: Any, *a: Any, **k: Any) -> Any:
+        if "Write the body of add_issue_comment" in messages[-1]["content"]:
+            asked.append(messages[-1]["content"])
+            if learns == "json":  # the call's arguments, its text as their body
+                return SimpleNamespace(text=json.dumps({"issue_number": 1, "body": "Fixed in 1.4.2."}, indent=2))
+            return SimpleNamespace(text="Fixed in 1.4.2." if learns else f"`{request}`")
+        return real_chat(self, messages, *a, **k)
+
+    monkeypatch.setattr(LocalBackend, "chat", chat)
+    calls: list[tuple[str, dict[str, Any]]] = []
+    results: dict[str, CallResult | Exception] = {COMMENT: CallResult("{}", False)}
+    events: list[Event] = []
+    run_turn(_deps(engine, _Script(COMMENT, []), tools, calls, results), Conversation(), request, events.append)
+    assert len(asked) == 1 and asked[0].startswith(request)
+    if learns:
+        assert calls == [(COMMENT, {"owner": "acme", "repo": "api", "issue_number": 2, "body": "Fixed in 1.4.2."})]
+    else:
+        assert calls == []  # the request is never posted as its own comment
+        assert events[-1].type == "error" and "repeats the request" in events[-1].message  # type: ignore[union-attr]
