@@ -269,8 +269,8 @@ def names_path(value: str, text: str) -> bool:
 
 
 def paths_in(text: str) -> list[str]:
-    """The absolute paths ``text`` writes, without a sentence's closing punctuation."""
-    return [p.rstrip(".,;:!?)") for p in re.findall(r"/[^\s'\"`]+", text)]
+    """The absolute paths ``text`` writes, without a sentence's closing punctuation or a folder's closing slash."""
+    return [p.rstrip(".,;:!?)").rstrip("/") for p in re.findall(r"/[^\s'\"`]+", text)]
 
 
 # a folder the request names as where its object is: "the Q2 report from …/reports", "my recipe in …/recipes"
@@ -366,7 +366,7 @@ def described_files(request: Request | str, results: Sequence[str]) -> list[str]
 def folder_of(text: str, path: str) -> str:
     """The longest path ``text`` writes that ``path`` is inside ("" when none): the part of ``path`` the request
     gave, whose words describe nothing the lookup found."""
-    inside = [p for p in paths_in(text) if path.startswith(p.rstrip("/") + "/")]
+    inside = [p for p in paths_in(text) if path.startswith(p + "/")]
     return max(inside, key=len, default="")
 
 

@@ -71,10 +71,10 @@ def listing_first(
         # notes in …/notes say when …" read …/notes itself (EISDIR)
         reads_a_file = "read" in tool.name.lower() and list(tool.input_schema.get("required") or []) == ["path"]
         folder = path.rstrip("/")
-        if not reads_a_file or folder not in {p.rstrip("/") for p in paths_in(request.text)}:
+        if not reads_a_file or folder not in paths_in(request.text):
             return None
     else:
-        folder = folder_of(request.text, path).rstrip("/")
+        folder = folder_of(request.text, path)
         if names_path(path, seen) or not folder:
             return None
     if folder in {p.rstrip("/") for p in listed}:

@@ -873,6 +873,13 @@ def _unfilled(args: Mapping[str, Any], request: Request) -> str | None:
     return next((slot for slot in request.slots if slot.lower() in text), None)
 
 
+def _ask_alone(deps: TurnDeps, prompt: str, max_tokens: int) -> str:
+    """The model's reply to ``prompt`` asked on its own (the chat lane, its KV not kept): one value or text a write
+    needs, away from the whole call's arguments."""
+    messages = [{"role": "system", "content": SYSTEM_CHAT}, {"role": "user", "content": prompt}]
+    return deps.backend.chat(messages, lane=CHAT, max_tokens=max_tokens, keep=False).text
+
+
 def _echoed(tool: Tool, args: Mapping[str, Any], request: Request) -> str | None:
     """The free-text parameter of ``tool`` whose value in ``args`` is the request itself (at least 6 words, and at
     least four fifths of the request's words in the request's order), else None. A request that quotes its text
@@ -890,7 +897,8 @@ def _echoed(tool: Tool, args: Mapping[str, Any], request: Request) -> str | None
         if any(q.strip() and q.strip().lower() in value.lower() for q in request.quoted):
             continue
         theirs = re.findall(r"\w+", value.lower())
-        if len(theirs) >= 6 and _in_order(own, theirs) >= 0.8 * len(own) and len(theirs) <= 1.5 * len(own):
+        # the bounds first: the common subsequence costs words × words (a whole file's content)
+        if 6 <= len(theirs) <= 1.5 * len(own) and _in_order(own, theirs) >= 0.8 * len(own):
             return name
     return None
 
@@ -902,8 +910,7 @@ def _text_asked(deps: TurnDeps, request: Request, tool: Tool, param: str, steps:
         f"{s.tool.name} {json.dumps(s.arguments, ensure_ascii=False)}: {whole(s.text, 600)}" for s in steps
     )
     prompt = TEXT_QUESTION.format(request=request.text, data=data or "(no calls yet)", param=param, tool=tool.name)
-    messages = [{"role": "system", "content": SYSTEM_CHAT}, {"role": "user", "content": prompt}]
-    text = deps.backend.chat(messages, lane=CHAT, max_tokens=96, keep=False).text.strip().strip("`").strip()
+    text = _ask_alone(deps, prompt, 96).strip().strip("`").strip()
     try:
         # measured (qwen1.5b): replied with the call's arguments as JSON, the text as its ``body``
         obj = json.loads(text)
@@ -960,8 +967,7 @@ def _value_read(deps: TurnDeps, request: Request, slot: str, reads: Sequence[_St
     prompt = VALUE_QUESTION.format(
         request=request.text, source=f"{source.tool.name} {args}", data=whole(source.text, 1500), what=what
     )
-    messages = [{"role": "system", "content": SYSTEM_CHAT}, {"role": "user", "content": prompt}]
-    reply = deps.backend.chat(messages, lane=CHAT, max_tokens=32, keep=False).text
+    reply = _ask_alone(deps, prompt, 32)
     value = (reply.strip().splitlines() or [""])[0].strip().strip("`'\"").strip()
     # in the output as a whole word or words: a stray "a" or "-" of a reply is no value
     found = re.search(rf"(?<!\w){re.escape(value)}(?!\w)", source.text, re.IGNORECASE) if value else None
@@ -1129,7 +1135,7 @@ def _folder_named(args: Mapping[str, Any], request: Request) -> str | None:
 
     A whole path the request writes, not a prefix of one: measured on the tune split, the folder ``…/files`` of
     ``source: "…/files/reports"`` was listed, as every path of the request starts with it."""
-    named = {p.rstrip("/") for p in paths_in(request.text)}
+    named = set(paths_in(request.text))
     for k in ("source", "path", "src", "file_path"):
         v = args.get(k)
         if not isinstance(v, str) or not v.startswith("/"):
