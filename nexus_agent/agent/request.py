@@ -18,8 +18,9 @@ from nexus_agent.routing.query import OBJECT_REF, is_question, names_branch
 from nexus_agent.signature import FILLER, words
 
 _REPO = re.compile(r"[\w.-]+/[\w.-]+")
-# a standalone integer ("issue 7", "2026"), not part of a word, a version or an owner/repo
-NUMBER = re.compile(r"(?<![\w.])\d+(?![\w])")
+# a standalone integer ("issue 7", "2026"), not part of a word, a version or an owner/repo, nor a "+1" (a reaction: a
+# reworded tune request, "React with +1 to the acme/api issue requesting API keys", commented on issue 1)
+NUMBER = re.compile(r"(?<![\w.+])\d+(?![\w])")
 # a slot the request leaves for a value it does not know yet: "as 'September: <amount>'", "fix/issue-<that number>",
 # "mentioning them by @login"; not an HTML tag ("replace <div> with <section>") or an address (bob@login.com)
 _SLOT = re.compile(
@@ -74,7 +75,9 @@ def _asks_for_change(word: str) -> bool:
     request's "the issue it closes is closed" asks for a change; it does not describe the object)."""
     stems = {word[:-1] for x in "sd" if word.endswith(x)} | {word[:-2] for x in ("ed", "es") if word.endswith(x)}
     stems |= {word[:-3], word[:-4]} if word.endswith("ing") else set()  # keeping; "tagging"
-    return len(word) > 4 and bool(stems & CHANGE_WORDS)
+    # four letters count: "adds" described the object, and "the acme/api PR that adds it" (no such PR) took the one
+    # row "Add token bucket rate limiter" a search for "adds" found (a reworded tune request)
+    return len(word) > 3 and bool(stems & CHANGE_WORDS)
 
 
 @dataclass(frozen=True)

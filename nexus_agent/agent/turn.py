@@ -105,6 +105,7 @@ from nexus_agent.examples.uses import ExampleUses
 from nexus_agent.kv.segments import Part, SegKind
 from nexus_agent.registry import IDENTIFIER, OVERWRITES, Tool
 from nexus_agent.routing.followup import CallSoFar, PreviousTurn
+from nexus_agent.routing.query import branches_named
 from nexus_agent.routing.rerank.llm_choice import RESULT_CHARS as CALL_CHARS
 from nexus_agent.signature import words
 
@@ -767,7 +768,12 @@ def _look_up_first(
     if params and not any(identifier_given(tool, p, request, history) for p in params):
         why = f"the request does not say which one it means ({', '.join(params)}), so it was looked up first"
         note = LOOKUP.format(tool=tool.name, params=", ".join(params))
-    elif not params and not request.quoted and deps.router.reads_before(qualified, operation):
+    elif (
+        not params
+        and not request.quoted
+        and not _branch_given(tool, request)
+        and deps.router.reads_before(qualified, operation)
+    ):
         # measured on the multi-step tune tasks (qwen1.5b): written at once, "tick it off in …/todo.md" replaced
         # the whole list with "Tick it off", and "Add a P.S. … his number from …/contacts.csv" the whole letter
         why = "it waited for a read of what it acts on, as the request quotes nothing to write"
@@ -803,6 +809,14 @@ _AMENDS = re.compile(
 )
 
 
+def _branch_given(tool: Tool, request: Request) -> bool:
+    """Whether ``tool`` takes a branch (a parameter named for one) and the request names one (:func:`branches_named`):
+    what a checkout acts on is given, and nothing need be read for it. Measured on a reworded tune request
+    (qwen1.5b): "Switch …/repo to the feature/csv-export branch" waited for a read, and the read chosen failed."""
+    takes = any("branch" in p.lower() for p in tool.input_schema.get("properties") or {})
+    return takes and bool(branches_named(request.text))
+
+
 def _replaces_whole(deps: TurnDeps, qualified: str, tool: Tool, request: Request) -> bool:
     """Whether ``tool`` says it overwrites, the request does not ask for that, and its server has a write that
     changes part of the same object (``TurnRouter.in_place``): then a file the request names is read first."""
@@ -828,6 +842,23 @@ def repairable(error: str, tool: Tool) -> bool:
         return False
     params = tool.input_schema.get("properties") or {}
     return any(_names(error, p) for p in params) or bool(_FIXABLE.search(error))
+
+
+# the names of parameters that take free text (a comment's body, a commit's message), not a code or a name a
+# model could make up (a label's ``color`` is a string too)
+_TEXT_PARAM = re.compile(r"^(?:body|message|text|content|comment|description|summary|note)$", re.IGNORECASE)
+
+
+def text_missing(tool: Tool, args: Mapping[str, Any], error: str) -> str | None:
+    """The free-text parameter (:data:`_TEXT_PARAM`, a string with no enum, format or pattern: a comment's
+    ``body``, a commit's ``message``) that a failed call's ``error`` names and its ``args`` leave out; the first in
+    the schema's order, else None."""
+    for name, prop in (tool.input_schema.get("properties") or {}).items():
+        if name in args or prop.get("type") != "string" or {"enum", "const", "format", "pattern"} & set(prop):
+            continue
+        if _TEXT_PARAM.match(name) and _names(error, name):
+            return name
+    return None
 
 
 def _names(error: str, param: str) -> bool:
@@ -903,6 +934,12 @@ def _echoed(tool: Tool, args: Mapping[str, Any], request: Request) -> str | None
     return None
 
 
+# a code fence around a reply, with its language tag ("```json")
+_FENCE = re.compile(r"^\s*```[\w-]*\s*|\s*```\s*$")
+# a reply that declines to write, not the text
+_REFUSAL = re.compile(r"^[\s\"'{]*(?:\w+\"?\s*:\s*\"?)?(?:I'm sorry|I am sorry|Sorry|I can(?:'|no)t|I'm unable)", re.I)
+
+
 def _text_asked(deps: TurnDeps, request: Request, tool: Tool, param: str, steps: Sequence[_Step]) -> str | None:
     """The text of ``tool``'s ``param`` as the model writes it alone (:data:`TEXT_QUESTION`), over the outputs of
     this turn's calls (``steps``); None when the reply is empty or repeats the request (:func:`_echoed`)."""
@@ -910,7 +947,11 @@ def _text_asked(deps: TurnDeps, request: Request, tool: Tool, param: str, steps:
         f"{s.tool.name} {json.dumps(s.arguments, ensure_ascii=False)}: {whole(s.text, 600)}" for s in steps
     )
     prompt = TEXT_QUESTION.format(request=request.text, data=data or "(no calls yet)", param=param, tool=tool.name)
-    text = _ask_alone(deps, prompt, 96).strip().strip("`").strip()
+    text = _FENCE.sub("", _ask_alone(deps, prompt, 96)).strip()
+    if _REFUSAL.match(text):
+        # measured on a reworded tune request (qwen1.5b): "I'm sorry, but I can't assist with that request." was
+        # posted as the comment that was to tell bob-kim the issue was closed
+        return None
     try:
         # measured (qwen1.5b): replied with the call's arguments as JSON, the text as its ``body``
         obj = json.loads(text)
@@ -1467,6 +1508,12 @@ def _call_step(
     check()
     note = _steps_note(request, steps) if steps else purpose
     fixed = without_named_optional(tool, repair.arguments, repair.text) if repair is not None else given
+    if repair is not None and fixed is None and (missing := text_missing(tool, repair.arguments, repair.text)):
+        # the text the failed write left out, asked alone: measured on reworded tune requests (qwen1.5b), "close
+        # the issue … as completed, and leave a comment there telling bob-kim" wrote add_issue_comment with no body,
+        # and its rewrite, told "at least one of 'body' or 'reaction' is required", wrote the same again
+        text = _text_asked(deps, request, tool, missing, steps)
+        fixed = {**repair.arguments, missing: text} if text is not None else None
     if fixed is not None:
         args = fixed  # the rewrite leaves out what the error named, nothing else; or the arguments given
     else:

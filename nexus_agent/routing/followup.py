@@ -51,14 +51,16 @@ class CallSoFar:
 
 # Verbs of a change, in the base form a request for one uses ("close that issue", "can you assign …"): a request
 # without one asks to be told something, and a successful read is then its last call (the next-step decision is not
-# asked). "closed issues?" and "the most comments" are no request for a change; "open" counts only before an article
-# ("open an issue", not "the open PRs").
+# asked). "closed issues?" and "the most comments" are no request for a change; "open" and "file" count only before
+# an article ("open an issue", not "the open PRs"; "file an issue", not "the file"). Reworded tune requests measured
+# the later additions: "file an issue titled …, then comment on issue #3" counted one change and stopped after the
+# issue was made.
 _CHANGE = re.compile(
     r"\b(?:close|reopen|assign|unassign|comment|label|tag|create|add|update|change|edit|rename|move|delete|remove|"
     r"merge|squash|write|fix|replace|commit|stage|unstage|check\s+out|checkout|switch|bump|mark|ping|make|put|set|"
     r"give|start|leave|tick|approve|post|send|reply|star|unstar|fork|push|upload|archive|notify|submit|cancel|lock|"
-    r"unlock|reset|revert|restore|append|insert|copy|double|halve|triple|increase|decrease|reduce|"
-    r"open\s+(?:an?|the|new)|let\s+\w+\s+know)\b",
+    r"unlock|reset|revert|restore|append|insert|copy|double|halve|triple|increase|decrease|reduce|save|swap|"
+    r"react|upvote|open\s+(?:an?|the|new)|file\s+(?:an?|the|new)|let\s+\w+\s+know)\b",
     re.IGNORECASE,
 )
 

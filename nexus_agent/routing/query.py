@@ -112,10 +112,10 @@ def is_question(query: str) -> bool:
 # a value written in quotes ("Comment 'ping' on …", "titled “Add …”"): text to write, not words of the request
 QUOTED = re.compile(r"(?<!\w)(?:'[^']*'|\"[^\"]*\"|“[^”]*”|‘[^’]*’)(?!\w)")
 # What :func:`masked` replaces, in this order: a quoted value (QUOTED); an ``owner/repo#N`` reference; an
-# ``owner/repo`` (a lowercase first part, not a path or a file: no root before it, no slash or extension after it);
-# ``#N``; a number
+# ``owner/repo`` (a lowercase first part, not a path or a file: no root before it, no slash or extension after it,
+# though a full stop may end the sentence: "… off main in acme/web." had named no repository); ``#N``; a number
 _MASK_REF = re.compile(r"(?<![\w./])[\w.-]+/[\w.-]+#\d+")
-_MASK_REPO = re.compile(r"(?<![\w./~@-])[a-z][\w-]*/[\w-]+(?![\w./-])")
+_MASK_REPO = re.compile(r"(?<![\w./~@-])[a-z][\w-]*/[\w-]+(?![\w/-]|\.\w)")
 _MASK_HASH = re.compile(r"(?<!\w)#\d+")
 _MASK_NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
 
@@ -143,6 +143,13 @@ def names_repository(query: str) -> bool:
     it still counts: the two cannot be told apart by their spelling."""
     text = _URL.sub(" ", QUOTED.sub(" ", query))
     return any(not names_branch(text, m.start(), m.end()) for m in _MASK_REPO.finditer(text))
+
+
+def branches_named(query: str) -> list[str]:
+    """The ``x/y``-shaped names ``query`` gives as branches' (:func:`names_branch`): "Switch … to the
+    feature/csv-export branch" names feature/csv-export."""
+    text = _URL.sub(" ", QUOTED.sub(" ", query))
+    return [m.group() for m in _MASK_REPO.finditer(text) if names_branch(text, m.start(), m.end())]
 
 
 def names_branch(text: str, start: int, end: int) -> bool:

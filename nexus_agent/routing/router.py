@@ -132,6 +132,12 @@ class _Retrieved:
     pool_tools: list[Tool]
 
 
+# a request about a label itself, not one put on an issue: it makes, renames, recolours, describes or deletes it
+_LABEL_ITSELF = re.compile(
+    r"\b(?:create|make|new|rename|renaming|colou?rs?|colou?red|description|describe|delete|deleting)\b", re.IGNORECASE
+)
+
+
 class Router:
     """Route queries over a changing set of tools (see module docstring)."""
 
@@ -880,9 +886,11 @@ class Router:
             )
         )
         relevant, small_talk, ex_sim = self._relevance(qvec, pool, allowed)
-        if not relevant and self._names_own_path(query, pool):
-            # a file of the user's, which a tool it has can read and general knowledge cannot: measured on the
-            # multi-step tune tasks (qwen1.5b), "Double the rice in my risotto recipe in /…/recipes" was small talk
+        if not relevant and (self._names_own_path(query, pool) or self._names_own_repository(query, pool)):
+            # a file or a repository of the user's, which a tool it has can read and general knowledge cannot:
+            # measured on the multi-step tune tasks (qwen1.5b), "Double the rice in my risotto recipe in /…/recipes"
+            # was small talk; reworded tune requests ("Create branch feature/rate-limit-per-client in acme/api, based
+            # on the rate limiting pull request's branch") were answered "I could not do it" with no call
             relevant, small_talk = True, False
         judge_tools = self._judge_tools(query, allowed) if relevant and following is None else None
         pool_tools = [self.tools[c.key] for c in pool]
@@ -897,6 +905,13 @@ class Router:
             return False
         local = self.examples.path_tools
         return any(self.tools[c.key].qualified_name in local for c in pool)
+
+    def _names_own_repository(self, query: str, pool: Sequence[Candidate]) -> bool:
+        """Whether ``query`` asks for a change (:func:`asks_for_change`) in an ``owner/repo`` it names
+        (:func:`names_repository`) and ``pool`` holds a tool that takes both ``owner`` and ``repo``."""
+        if not asks_for_change(query) or not names_repository(query):
+            return False
+        return any({"owner", "repo"} <= set(self.tools[c.key].input_schema.get("properties") or {}) for c in pool)
 
     def _said(self, query: str, pool: list[Candidate]) -> list[Candidate]:
         """``pool`` without the tools named for something the request does not say (``ExampleSet.own_words``:
@@ -936,7 +951,9 @@ class Router:
         that leaves none.
 
         Measured on the multi-step tune tasks (qwen1.5b): "list the open pull requests in acme/api" went to
-        ``list_issues``, every example of which asks for issues."""
+        ``list_issues``, every example of which asks for issues. And on reworded ones: "Add the 'good first issue'
+        label to the health endpoint issue in acme/api" went to ``label_write`` (renaming the label to its own name),
+        so a request that puts a label on an issue or pull request offers no write of labels alone."""
         if not self.cfg.examples.keys or not len(self.examples):
             return cands
         named = kinds_named(query)
@@ -944,9 +961,15 @@ class Router:
             return cands
         kinds = self.examples.kinds
 
+        # a label put on an issue or a pull request is a value, and the change is the issue's, unless the request
+        # asks about the label itself (makes, renames, recolours or deletes it)
+        label_is_value = {"label"} < named and not _LABEL_ITSELF.search(query)
+
         def fits(c: Candidate) -> bool:
             t = self.tools[c.key]
             need = kinds.get((t.qualified_name, t.operation)) or kinds.get((t.qualified_name, None))
+            if label_is_value and need == {"label"} and t.read_only_hint is not True:
+                return False
             return need is None or bool(need & named)
 
         return [c for c in cands if fits(c)] or cands

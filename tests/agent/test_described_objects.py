@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from nexus_agent.agent.grounding import described_row, result_identifiers, ungrounded_identifiers
+from nexus_agent.agent.grounding import described_row, drop_ungrounded, result_identifiers, ungrounded_identifiers
+from nexus_agent.agent.request import Request
 from nexus_agent.registry import Tool
 
 COMMENT = Tool(
@@ -83,3 +84,61 @@ def test_a_value_dictated_after_a_colon_does_not_describe_the_object() -> None:
     # a colon after a heading, before the change is asked for, dictates nothing: the request follows it
     terse = Request.parse("acme/api#49 sub-issues: move the daylight saving one to the bottom")
     assert {"daylight", "saving"} <= terse.describing
+
+
+LABEL = Tool(
+    "github",
+    "label_write",
+    "Rename a label.",
+    {
+        "type": "object",
+        "properties": {
+            "owner": {"type": "string"},
+            "repo": {"type": "string"},
+            "name": {"type": "string"},
+            "new_name": {"type": "string"},
+        },
+        "required": ["owner", "repo", "name"],
+    },
+)
+
+
+def test_a_reaction_and_a_pointing_word_give_no_value() -> None:
+    """Reworded tune requests: "+1" grounded issue 1, and "there" a label's name (qwen1.5b wrote
+    ``{"name": "there", "new_name": "it"}``); a value spelled in the request is given as before."""
+    args = {"owner": "acme", "repo": "api"}
+    react = "React with +1 to the acme/api issue requesting API keys."
+    assert Request.parse(react).numbers == ()
+    assert ungrounded_identifiers(COMMENT, {**args, "issue_number": 1}, react) == {"issue_number": 1}
+    assert ungrounded_identifiers(COMMENT, {**args, "issue_number": 1}, "React with +1 to acme/api issue 1") == {}
+    there = "Label the acme/api issue where the server crashes there with priority:high; keep it"
+    assert drop_ungrounded(LABEL, {**args, "name": "priority:high", "new_name": "it"}, there) == {
+        **args,
+        "name": "priority:high",
+    }
+
+
+def test_a_number_nobody_asked_for_is_not_taken_from_an_output() -> None:
+    """``duplicate_of: 11`` on a reopen: 11 was the other row of the search (reworded tune request, qwen1.5b)."""
+    reopen = Tool(
+        "github",
+        "issue_write",
+        "Update an issue.",
+        {
+            "type": "object",
+            "properties": {
+                "issue_number": {"type": "number"},
+                "state": {"type": "string", "enum": ["open", "closed"]},
+                "duplicate_of": {"type": "number"},
+            },
+            "required": ["issue_number"],
+        },
+    )
+    request = "reopen the acme/api issue about the auth flow"
+    rows = '{"number": 3, "title": "Document the authentication flow"}; {"number": 11, "title": "Upgrade CI"}'
+    args = {"issue_number": 3, "state": "open", "duplicate_of": 11}
+    assert drop_ungrounded(reopen, args, f"{request}\n{rows}", request) == {"issue_number": 3, "state": "open"}
+    # the user's own number, or a parameter the user names, keeps it
+    dup = "close the acme/api issue about the auth flow as a duplicate of 11"
+    closed = {"issue_number": 3, "state": "closed", "duplicate_of": 11}
+    assert drop_ungrounded(reopen, closed, f"{dup}\n{rows}", dup) == closed

@@ -78,6 +78,11 @@ def test_a_file_named_in_words_is_not_its_file_name() -> None:
 def test_tools_that_create_and_remote_tools_are_not_checked() -> None:
     # a new file's path is new: write_file says it creates
     assert unnamed_paths(WRITE, {"path": "/h/notes/new.txt", "content": "x"}, "save a note in /h/notes") == {}
+    # ... when the request asks for something new: "update it" asks to change a file that is there
+    risotto = "My risotto recipe in /h/recipes needs twice the rice, update it."
+    made = {"path": "/h/recipes/risotto.txt", "content": "twice the rice"}
+    assert unnamed_paths(WRITE, made, risotto, (), ["[FILE] pancakes.txt"]) == {"path": "/h/recipes/risotto.txt"}
+    assert unnamed_paths(WRITE, made, risotto, (), ["[FILE] risotto.txt"]) == {}
     # no absolute path: a remote API's path (a repository's README.md) is not a local file
     assert unnamed_paths(COMMENT, {"owner": "acme", "path": "README.md"}, "add a section to the README") == {}
 
@@ -324,3 +329,18 @@ def test_a_pull_requests_branch_is_in_the_step_view_when_a_branch_is_asked_for()
     rows = '[{"number": 4, "title": "Rate limiting", "head": {"ref": "feature/rate-limit", "sha": "abc"}}]'
     assert "feature/rate-limit" in step_view(rows, "start a branch from the branch of the rate limiting PR")
     assert "feature/rate-limit" not in step_view(rows, "close the rate limiting PR")
+
+
+def test_a_checkout_of_a_branch_the_request_names_reads_nothing_first() -> None:
+    from nexus_agent.agent.request import Request
+    from nexus_agent.agent.turn import _branch_given
+
+    checkout = Tool(
+        "git",
+        "git_checkout",
+        "Switch branches.",
+        {"type": "object", "properties": {"repo_path": {"type": "string"}, "branch_name": {"type": "string"}}},
+    )
+    assert _branch_given(checkout, Request.parse("Switch /h/repo to the feature/csv-export branch."))
+    assert not _branch_given(checkout, Request.parse("Check out the branch about PDF export in /h/repo."))
+    assert not _branch_given(WRITE, Request.parse("Switch /h/repo to the feature/csv-export branch."))

@@ -157,3 +157,30 @@ def test_a_terse_example_that_names_no_kind_does_not_undo_the_kind_of_the_others
     kinds = bank.common_to_requests(kinds_named)
     assert kinds[(PULLS.qualified_name, None)] == {"pull request"}
     assert (MERGE.qualified_name, None) not in kinds
+
+
+@pytest.mark.parametrize(
+    ("query", "kept"),
+    [
+        # a label put on an issue is a value: the issue's write (reworded tune request, it went to label_write)
+        ("Add the 'good first issue' label to the health endpoint issue in acme/api", {EDIT.key}),
+        ("Label the acme/api issue where the server crashes with priority:high", {EDIT.key}),
+        # the label itself: both stay
+        ("Create a 'good first issue' label in acme/web like the issues label in acme/docs", {EDIT.key, LABEL.key}),
+        ("Change the colour of acme/api's bug label", {EDIT.key, LABEL.key}),
+    ],
+)
+def test_a_label_put_on_an_issue_is_no_write_of_labels(query: str, kept: set[str]) -> None:
+    tools = [LABEL, EDIT]
+    bank = ExampleSet(
+        [
+            _ex(LABEL, "create a label called p1-urgent in octo/kit"),
+            _ex(LABEL, "rename the wontfix label in octo/tools to not-planned"),
+            _ex(EDIT, "label issue 4 of octo/kit as p1-urgent"),
+            _ex(EDIT, "tag the octo/tools bug about the logo with area/ui"),
+        ],
+        {t.qualified_name: t for t in tools},
+    )
+    r = Router(tools, _Words(), examples=bank)
+    cands = [Candidate(t.key, 1.0, 0.0, 0.0) for t in tools]
+    assert {c.key for c in r._of_kind(query, cands)} == kept

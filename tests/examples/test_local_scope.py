@@ -23,6 +23,9 @@ from tests.examples.test_operations import _Words
         # a branch made *in* a repository: the repository is named (it had gone to git's git_create_branch)
         ("Make a release/0.2.0 branch in acme/api and bump its version", False, True),
         ("create the branch feature/tax-total", False, False),
+        # a full stop ends the sentence, not a file's name (it had named no repository, and went to git)
+        ("Make a new branch chore/deps off main in acme/web.", False, True),
+        ("Stage notes/todo.md", False, False),
         ("Copy acme/api's README to /home/ana/api.md", True, True),
         ("read https://example.org/a/b", False, False),  # a URL's path is no local one
     ],
@@ -162,3 +165,26 @@ def test_a_request_naming_a_path_of_the_users_is_for_a_tool_when_a_local_tool_is
     assert not r._names_own_path(query, [c for c in cands if c.key == REMOTE.key])
     assert not r._names_own_path("Double the rice in my risotto recipe.", cands)
     assert not r._names_own_path("see https://example.com/a/b", cands)
+
+
+def test_a_change_in_a_repository_the_request_names_is_for_a_tool_that_takes_one() -> None:
+    """A reworded tune request, "Create branch feature/rate-limit-per-client in acme/api, based on the rate limiting
+    pull request's branch", fell below the relevance floor and was answered with no call: a change asked for in an
+    owner/repo is for a tool that takes ``owner`` and ``repo``; a question, no repository, or no such tool in the
+    pool is not."""
+    r = Router(TOOLS, _Words(), examples=BANK)
+    query = "Create branch feature/rate-limit-per-client in acme/api, based on the rate limiting PR's branch."
+    cands = r.retrieve(query)
+    assert r._names_own_repository(query, cands)
+    assert not r._names_own_repository(query, [c for c in cands if c.key != REMOTE.key])
+    assert not r._names_own_repository("Create a branch called feature/rate-limit-per-client", cands)
+    assert not r._names_own_repository("what does acme/api do?", cands)
+
+
+def test_the_branches_a_request_names() -> None:
+    from nexus_agent.routing.query import branches_named
+
+    assert branches_named("Switch /h/repo to the feature/csv-export branch.") == ["feature/csv-export"]
+    assert branches_named("check out feature/csv-export in ~/src/shop") == ["feature/csv-export"]
+    assert branches_named("Check out the branch about PDF export in /h/repo.") == []
+    assert branches_named("list the open pull requests in acme/api") == []

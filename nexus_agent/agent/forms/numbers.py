@@ -12,8 +12,8 @@ from nexus_agent.agent.forms.base import LANGS, Context, in_digits
 
 # \d is Unicode-aware: Arabic-Indic and other decimal digits match, and float() reads them
 # an ordinal ("1st", "the first") is not a count: "close the first issue" gives no issue number 1
-# (a CJK counter may follow: "30件", "5個")
-_NUMBER = re.compile(r"(?<![0-9A-Za-z_.])(\d+(?:[.,]\d+)?)(?:\s*(k|thousand))?(?![0-9A-Za-z_])", re.I)
+# (a CJK counter may follow: "30件", "5個"); "+1" is a reaction, not the number 1
+_NUMBER = re.compile(r"(?<![0-9A-Za-z_.+])(\d+(?:[.,]\d+)?)(?:\s*(k|thousand))?(?![0-9A-Za-z_])", re.I)
 _IDIOMS = {"half a dozen": 6.0, "a dozen": 12.0, "dozen": 12.0, "a hundred": 100.0, "a thousand": 1000.0}
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 
