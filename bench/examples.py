@@ -12,7 +12,8 @@ Arms are ``AgentConfig.examples`` settings (``nexus_agent/examples/uses.py``): `
 Parts:
 - ``ceiling``: the identifier-given ceiling: the first ``--ceiling-n`` multi-step tune tasks with the number of the
   object each write acts on written into the request ("… (that is issue #7)": a perfect lookup), one step.
-- ``check``: the multi-step task set's split ``--split`` (default check, 64 tasks), ``--max-steps`` calls
+- ``check``: the multi-step task set's split ``--split`` (default check, 64 tasks; ``reworded``: 49 tune tasks
+  asked in other words, ``data/eval/multistep/reworded.jsonl``), ``--max-steps`` calls
   (default 3): success, multi-step, single-call, absent targets with no write tried, claims of an unrun change,
   calls per task, p50 seconds (``bench/multistep.py``'s runner and checks). ``--steps-baseline N`` adds the ``all``
   arm at N steps (the loop-default question).
@@ -290,7 +291,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--parts", default="ceiling,check")
     ap.add_argument("--arms", default="none,keys,arguments,all")
-    ap.add_argument("--split", default="check", choices=["tune", "check"])
+    ap.add_argument("--split", default="check", choices=["tune", "check", "reworded"])
     ap.add_argument("--ids", default="")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--max-steps", type=int, default=3)

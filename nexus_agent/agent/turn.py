@@ -1129,6 +1129,58 @@ def _with_label_named(args: dict[str, Any], request: Request) -> dict[str, Any]:
     return {**args, "labels": [*labels, named]}
 
 
+# a request to keep what an issue is labelled already: "(keep whatever labels it already has)", "keeping its current
+# labels", "without removing its other labels", "don't drop its existing labels"
+_KEEP_LABELS = re.compile(
+    r"\b(?:keep(?:ing|s)?|without\s+(?:removing|losing|dropping)|(?:don'?t|do\s+not)\s+(?:remove|lose|drop))\b"
+    r"[^.;!?]{0,40}?\blabels\b",
+    re.IGNORECASE,
+)
+
+
+def _keeping_labels(args: dict[str, Any], request: Request, results: Sequence[str]) -> dict[str, Any]:
+    """``args`` of a write that sets an issue's ``labels``, with the labels a read of this turn returned for that
+    issue (its ``issue_number``) put first, when the request asks to keep them (:data:`_KEEP_LABELS`) and the list
+    lacks some; ``args`` unchanged otherwise. Setting ``labels`` replaces them all. Measured on the tune split
+    (qwen1.5b): with the search's row of issue 7 labelled ``enhancement``, "tag … as a good first issue (keep
+    whatever labels it already has)" was written ``["enhancement", "good first issue"]`` on one run and, with two
+    more examples in the bank, ``["good_first_issue", "good first issue"]`` on the next."""
+    labels, number = args.get("labels"), args.get("issue_number")
+    if not isinstance(labels, list) or number is None or not _KEEP_LABELS.search(request.text):
+        return args
+    had = _labels_of(number, results)
+    have = {str(x).lower() for x in labels}
+    missing = [x for x in had if x.lower() not in have]
+    return {**args, "labels": [*missing, *labels]} if missing else args
+
+
+def _labels_of(number: Any, results: Sequence[str]) -> list[str]:
+    """The label names an object numbered ``number`` has in the JSON of ``results`` (a search's rows, a read's
+    object, a ``get_labels`` list for it); the first object found, else []."""
+    found: list[str] = []
+
+    def names(v: Any) -> list[str]:
+        return [x if isinstance(x, str) else str(x.get("name")) for x in v if isinstance(x, str | dict)]
+
+    def walk(v: Any) -> bool:
+        if isinstance(v, dict):
+            if str(v.get("number")) == str(number) and isinstance(v.get("labels"), list):
+                found.extend(names(v["labels"]))
+                return True
+            return any(walk(x) for x in v.values())
+        if isinstance(v, list):
+            return any(walk(x) for x in v)
+        return False
+
+    for text in results:
+        try:
+            if walk(json.loads(text)):
+                break
+        except ValueError:
+            continue
+    return [x for x in dict.fromkeys(found) if x and x != "None"]
+
+
 def _stages_first(
     deps: TurnDeps, waiting: str, request: Request, steps: Sequence[_Step]
 ) -> tuple[str, dict[str, Any]] | None:
@@ -1636,6 +1688,7 @@ def _call_step(
     if needs_confirmation(annotations):
         args = _refers_to_created(tool, args, request, steps)
         args = _with_label_named(args, request)
+        args = _keeping_labels(args, request, results)
     decision = decide(tool, annotations, args, request, seen, deps.auto_yes, results)
     if isinstance(decision, Refuse) and (files := _files_described(tool, args, request, results)) is not None:
         # the files in the state the request describes, as the turn's status listed them: measured on the tune

@@ -45,6 +45,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data" / "eval" / "multistep"
 TASKS = DATA / "tasks.jsonl"
 FIXTURES = DATA / "fixtures.json"
+# tune tasks asked in other words (same worlds, same checks): how much of a tune result is its wording's
+REWORDED = DATA / "reworded.jsonl"
 # The reference filesystem server, installed by ``scripts/bootstrap.py --test`` (tests/mcp_servers/package.json).
 FILESYSTEM_JS = ROOT / "tests" / "mcp_servers" / "node_modules" / "@modelcontextprotocol" / "server-filesystem"
 FILESYSTEM_JS = FILESYSTEM_JS / "dist" / "index.js"
@@ -117,7 +119,12 @@ def _fill(obj: Any, values: Mapping[str, str]) -> Any:
 
 
 def load_tasks(path: Path = TASKS, split: str | None = None) -> list[Task]:
+    """The tasks of ``split`` (all when None). ``"reworded"``: the tune tasks :data:`REWORDED` asks in other words,
+    each with its own request and the tune task's worlds and checks, in that file's order."""
     tasks = [Task.model_validate(row) for _, row in read_jsonl(path)]
+    if split == "reworded":
+        tune = {t.id: t for t in tasks if t.split == "tune"}
+        return [tune[row["id"]].model_copy(update={"request": row["request"]}) for _, row in read_jsonl(REWORDED)]
     return [t for t in tasks if split is None or t.split == split]
 
 

@@ -25,6 +25,7 @@ from nexus_agent.agent.turn import (
     TurnCancelled,
     TurnDeps,
     _echoed,
+    _keeping_labels,
     _text_asked,
     broadened,
     run_turn,
@@ -1313,3 +1314,31 @@ def test_a_text_the_model_declines_to_write_is_none(
     deps = _deps(engine, _Script(COMMENT, []), tools, [], {})
     request = Request.of("close acme/web issue 4 and leave a comment there telling bob-kim")
     assert _text_asked(deps, request, tools[COMMENT], "body", []) is None
+
+
+def test_a_request_to_keep_the_labels_keeps_those_a_read_returned() -> None:
+    """Setting ``labels`` replaces them all: "(keep whatever labels it already has)" adds the labels the search's
+    row of that issue had, which qwen1.5b wrote on one run and left out on the next."""
+    rows = json.dumps(
+        {
+            "total_count": 2,
+            "items": [
+                {"number": 2, "title": "Rate limits", "labels": [{"name": "bug"}]},
+                {"number": 7, "title": "Health endpoint should report version", "labels": ["enhancement"]},
+            ],
+        }
+    )
+    request = Request.of(
+        "tag the acme/api issue about the health endpoint as a good first issue (keep whatever labels it already has)"
+    )
+    args = {"issue_number": 7, "labels": ["good_first_issue", "good first issue"]}
+    kept = _keeping_labels(args, request, [rows])
+    assert kept["labels"] == ["enhancement", "good_first_issue", "good first issue"]
+    assert _keeping_labels({**args, "labels": ["enhancement", "x"]}, request, [rows])["labels"] == ["enhancement", "x"]
+    for said in ("Label acme/api#7 good first issue", "keep it open and label it good first issue"):
+        assert _keeping_labels(args, Request.of(said), [rows]) == args
+    dropped = Request.of("Label it priority:high; don't drop its existing labels")
+    assert _keeping_labels({"issue_number": 2, "labels": ["priority:high"]}, dropped, [rows])["labels"] == [
+        "bug",
+        "priority:high",
+    ]

@@ -136,3 +136,13 @@ def test_the_bench_counts_claims_in_prose_and_matches_calls_by_qualified_name() 
     assert "claims unrun action" not in bench.classify(task, ran, "I added the comment.", False, {write})
     failed = [{"name": write, "arguments": {}, "is_error": True}]
     assert "claims unrun action" in bench.classify(task, failed, "I added the comment.", False, {write})
+
+
+def test_the_reworded_split_is_tune_tasks_in_other_words() -> None:
+    """``split="reworded"``: tune tasks asked in other words, each with its tune task's checks and worlds."""
+    tune = {t.id: t for t in load_tasks(split="tune")}
+    reworded = load_tasks(split="reworded")
+    assert len(reworded) == len({t.id for t in reworded}) >= 40
+    for t in reworded:
+        assert t.id in tune and t.request != tune[t.id].request
+        assert t.checks == tune[t.id].checks and t.kind == tune[t.id].kind and t.split == "tune"
