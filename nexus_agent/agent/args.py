@@ -372,15 +372,22 @@ def _slug(text: str) -> str:
 
 
 def as_quoted(args: dict[str, Any], quoted: Sequence[str]) -> dict[str, Any]:
-    """``args`` with a top-level string value the model wrote as a slug of a value the request quotes ("good
-    first issue" written ``good-first-issue``) given back as quoted: qwen1.5b looked up the label
+    """``args`` with a top-level string value, or a top-level list's item, the model wrote as a slug of a value the
+    request quotes ("good first issue" written ``good-first-issue``) given back as quoted: qwen1.5b looked up the label
     ``good-first-issue``, which does not exist. Not for a parameter whose value is a slug by nature (a branch, a
     path: :data:`_SLUGS`)."""
     spaced = {_slug(q): q for q in quoted if " " in q.strip()}
+
+    def back(v: Any) -> Any:
+        return spaced.get(_slug(v), v) if isinstance(v, str) and " " not in v else v
+
     out = dict(args)
     for k, v in args.items():
-        if isinstance(v, str) and " " not in v and not _SLUGS.search(k) and (q := spaced.get(_slug(v))) is not None:
-            out[k] = q
+        if _SLUGS.search(k):
+            continue
+        # a list's items too: "labels": ["enhancement", "good_first_issue"] for "Add the 'good first issue' label …"
+        # (a reworded tune request, qwen1.5b)
+        out[k] = [back(x) for x in v] if isinstance(v, list) else back(v)
     return out
 
 

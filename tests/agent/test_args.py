@@ -244,3 +244,9 @@ def test_a_value_the_request_quotes_is_written_as_quoted_not_as_a_slug() -> None
         "title": "my feature",
     }
     assert as_quoted({"name": "good-first"}, quoted) == {"name": "good-first"}
+    # a list's items too (a label put on an issue was written "good_first_issue")
+    assert as_quoted({"labels": ["enhancement", "good_first_issue"], "number": 7}, quoted) == {
+        "labels": ["enhancement", "good first issue"],
+        "number": 7,
+    }
+    assert as_quoted({"files": ["my-feature"]}, quoted) == {"files": ["my-feature"]}
