@@ -212,17 +212,17 @@ def _writes_text(value: Any) -> bool:
     return False
 
 
-def _rows_with(value: Any, key: str) -> list[dict[str, Any]]:
+def rows_with(value: Any, key: str) -> list[dict[str, Any]]:
     """The objects anywhere in ``value`` (a parsed result) that hold ``key`` as a string or a number."""
     found: list[dict[str, Any]] = []
     if isinstance(value, dict):
         if isinstance(value.get(key), str | int) and not isinstance(value.get(key), bool):
             found.append(value)
         for v in value.values():
-            found.extend(_rows_with(v, key))
+            found.extend(rows_with(v, key))
     elif isinstance(value, list):
         for v in value:
-            found.extend(_rows_with(v, key))
+            found.extend(rows_with(v, key))
     return found
 
 
@@ -247,7 +247,7 @@ def value_at(
         if str(given.get("owner", "")).lower() != owner.lower() or str(given.get("repo", "")).lower() != repo.lower():
             continue
         try:
-            rows.extend(_rows_with(json.loads(text), param))
+            rows.extend(rows_with(json.loads(text), param))
         except ValueError:
             continue
     row = rows[0] if len(rows) == 1 else described_row(rows, request)

@@ -92,6 +92,7 @@ from nexus_agent.agent.sources import (
     listed_files,
     listing_first,
     read_again,
+    rows_with,
     source_in_text,
     unread_source,
     value_at,
@@ -1155,30 +1156,18 @@ def _keeping_labels(args: dict[str, Any], request: Request, results: Sequence[st
 
 
 def _labels_of(number: Any, results: Sequence[str]) -> list[str]:
-    """The label names an object numbered ``number`` has in the JSON of ``results`` (a search's rows, a read's
-    object, a ``get_labels`` list for it); the first object found, else []."""
-    found: list[str] = []
-
-    def names(v: Any) -> list[str]:
-        return [x if isinstance(x, str) else str(x.get("name")) for x in v if isinstance(x, str | dict)]
-
-    def walk(v: Any) -> bool:
-        if isinstance(v, dict):
-            if str(v.get("number")) == str(number) and isinstance(v.get("labels"), list):
-                found.extend(names(v["labels"]))
-                return True
-            return any(walk(x) for x in v.values())
-        if isinstance(v, list):
-            return any(walk(x) for x in v)
-        return False
-
+    """The label names the first object numbered ``number`` has in the JSON of ``results`` (a search's rows, a
+    read's object; :func:`sources.rows_with`), else []."""
     for text in results:
         try:
-            if walk(json.loads(text)):
-                break
+            rows = rows_with(json.loads(text), "number")
         except ValueError:
             continue
-    return [x for x in dict.fromkeys(found) if x and x != "None"]
+        for row in rows:
+            if str(row["number"]) == str(number) and isinstance(row.get("labels"), list):
+                names = [x if isinstance(x, str) else x.get("name") for x in row["labels"] if isinstance(x, str | dict)]
+                return [x for x in dict.fromkeys(names) if isinstance(x, str) and x]
+    return []
 
 
 def _stages_first(
